@@ -1,0 +1,34 @@
+#pragma once
+// The subcommands of `mf`. Each family lives in its own cmd_*.cc and registers itself on the app;
+// kCommands below is the one list of them.
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace mf::tools {
+
+// Options every subcommand accepts. They are applied to the context before the subcommand runs.
+struct GlobalOptions {
+  std::vector<std::string> sets;  // --set key=value, in order
+  std::string context_file;       // --context FILE.json
+  std::string mode;               // --mode graph|pynative
+  std::string log_level;          // --log-level, else MF_LOG_LEVEL
+};
+
+// Adds the global options to a (sub)command, so they may appear after the subcommand's name too.
+void add_global_options(CLI::App& app, GlobalOptions& options);
+
+// Applies parsed global options: log level, then the context file, then --mode, then each --set.
+void apply_global_options(const GlobalOptions& options);
+
+using AddCommand = void (*)(CLI::App& app, GlobalOptions& options);
+
+void add_context_command(CLI::App& app, GlobalOptions& options);
+
+inline constexpr AddCommand kCommands[] = {
+    add_context_command,
+};
+
+}  // namespace mf::tools

@@ -1,0 +1,76 @@
+// The `mf` command: global options, the subcommands of tools/commands.h, and the exit-status contract:
+// 0 success, 1 a user error (one "error: ..." line on stderr), 2 a usage error. Never a crash.
+
+#include <cstdlib>
+#include <iostream>
+
+#include "base/error.h"
+#include "base/logging.h"
+#include "context/context.h"
+#include "tools/commands.h"
+
+namespace mf::tools {
+
+void add_global_options(CLI::App& app, GlobalOptions& options) {
+  app.add_option("--set", options.sets, "Set a context key: key=value (dotted sub-keys: jit_config.jit_level=O1)")
+      ->type_name("KEY=VALUE")
+      ->take_all()
+      ->allow_extra_args(false);
+  app.add_option("--context", options.context_file, "Load context values from a JSON file")->type_name("FILE");
+  app.add_option("--mode", options.mode, "Execution mode: graph or pynative")
+      ->check(CLI::IsMember({"graph", "pynative", "GRAPH_MODE", "PYNATIVE_MODE"}, CLI::ignore_case));
+  app.add_option("--log-level", options.log_level,
+                 "trace, debug, info, warn, error, critical or off (default: MF_LOG_LEVEL, else warn)");
+}
+
+void apply_global_options(const GlobalOptions& options) {
+  if (!options.log_level.empty()) {
+    log::set_level(log::parse_level(options.log_level));
+  } else if (const char* env = std::getenv("MF_LOG_LEVEL"); env != nullptr && *env != '\0') {
+    log::set_level(log::parse_level(env));
+  }
+  // Everything below is applied as one all-or-nothing change, so a bad --set leaves the file's values out too.
+  context::Json change = context::Json::object();
+  if (!options.context_file.empty()) change.update(context::read_json_file(options.context_file));
+  if (!options.mode.empty()) {
+    const bool graph = options.mode == "graph" || options.mode == "GRAPH_MODE" || options.mode == "GRAPH";
+    change["mode"] = graph ? "GRAPH_MODE" : "PYNATIVE_MODE";
+  }
+  for (const auto& [key, value] : context::parse_assignments(options.sets).items()) {
+    if (change.contains(key) && change[key].is_object() && value.is_object()) {
+      change[key].update(value);
+    } else {
+      change[key] = value;
+    }
+  }
+  if (!change.empty()) context::set(change);
+}
+
+}  // namespace mf::tools
+
+int main(int argc, char** argv) {
+  using namespace mf::tools;
+  CLI::App app{"mf: run, compile, dump and benchmark networks under a MindSpore-style context"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  GlobalOptions options;
+  add_global_options(app, options);
+  for (AddCommand add : kCommands) add(app, options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  } catch (const mf::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

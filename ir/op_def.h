@@ -1,0 +1,159 @@
+#pragma once
+// The op registry interface. An op is one declarative record (OpDef): name, arity, attribute schema,
+// traits, type/shape inference, kernel slot, elementwise math, scalar reference and sample shapes.
+// Ops register themselves from runtime/ops/*.cc; passes ask about traits, never about op names.
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/attribute.h"
+#include "ir/dtype.h"
+#include "ir/shape.h"
+
+namespace mf::ir {
+
+// The static type of one tensor value.
+struct TensorType {
+  DType dtype = DType::kFloat32;
+  Shape shape;
+  bool operator==(const TensorType&) const = default;
+};
+std::string type_to_string(const TensorType& type);  // "<Tensor[Float32], (64, 784)>"
+
+enum class Trait : uint32_t {
+  kNone = 0,
+  kElementwise = 1u << 0,  // output[i] depends only on inputs[i] (after broadcasting)
+  kBroadcast = 1u << 1,    // inputs broadcast numpy-style to the output shape
+  kReduce = 1u << 2,       // reduces along axes
+  kOpaque = 1u << 3,       // never fused (matmul, conv, ...)
+  kPure = 1u << 4,         // no side effects: may be folded, deduplicated, removed when unused
+  kCommutative = 1u << 5,  // binary op with op(a, b) == op(b, a)
+  kView = 1u << 6,         // only reinterprets shape (reshape, flatten, squeeze, expand_dims)
+  kSideEffect = 1u << 7,   // must run even when unused, in program order (print)
+  kComposite = 1u << 8,    // can be expanded into basic ops (gelu, softmax, layer_norm, ...)
+};
+constexpr Trait operator|(Trait a, Trait b) { return Trait(uint32_t(a) | uint32_t(b)); }
+constexpr bool has_trait(Trait set, Trait t) { return (uint32_t(set) & uint32_t(t)) != 0; }
+
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+  std::optional<AttrValue> default_value;  // absent: required
+  std::string doc;
+};
+
+// A contiguous row-major buffer that a kernel reads or writes.
+struct TensorView {
+  void* data = nullptr;
+  TensorType type;
+  template <typename T> T* as() const { return static_cast<T*>(data); }
+  int64_t size() const { return num_elements(type.shape); }
+};
+
+// Everything a kernel receives. Threads come from the runtime's current arena (runtime/parallel.h).
+struct KernelContext {
+  std::span<const TensorView> inputs;
+  std::span<const TensorView> outputs;
+  const Attrs& attrs;
+  std::string_view op_name;
+  bool deterministic = false;  // fixed reduction order whatever the thread count
+};
+
+using KernelFn = std::function<void(const KernelContext&)>;
+using InferFn = std::function<std::vector<TensorType>(std::span<const TensorType> inputs, const Attrs& attrs)>;
+
+// The math of an elementwise op over n contiguous elements of same-shaped operands, one per dtype
+// (nullptr where the dtype is unsupported). The plain kernel and the fused-kernel evaluator both call
+// these, so fused and unfused results agree bit for bit.
+using TileFn = void (*)(const void* const* inputs, void* output, int64_t n);
+struct ElementwiseMath {
+  std::array<TileFn, std::size(kAllDTypes)> by_dtype{};
+  TileFn for_dtype(DType dtype) const { return by_dtype[static_cast<size_t>(dtype)]; }
+};
+
+// The oracle for the conformance test: a plain, obviously correct computation in double precision.
+struct RefTensor {
+  Shape shape;
+  std::vector<double> values;
+};
+using ReferenceFn = std::function<std::vector<RefTensor>(std::span<const RefTensor> inputs, const Attrs& attrs)>;
+
+// One case the conformance test runs: input types and attributes.
+struct OpSample {
+  std::vector<TensorType> inputs;
+  Attrs attrs;
+};
+
+struct OpDef {
+  std::string name;
+  int min_inputs = 1;
+  int max_inputs = 1;  // -1: variadic (concat)
+  int num_outputs = 1;  // -1: decided by inference (split)
+  std::vector<AttrSpec> attrs;
+  Trait traits = Trait::kNone;
+  InferFn infer;
+  KernelFn kernel;
+  std::optional<ElementwiseMath> elementwise;
+  ReferenceFn reference;
+  std::vector<OpSample> samples;
+  double tolerance = 1e-5;  // relative+absolute bound against the reference in float32
+  std::string doc;
+
+  bool has(Trait t) const { return has_trait(traits, t); }
+  // Checks arity and attributes (unknown, missing, wrong kind), fills defaults, then runs infer.
+  // Errors name the op, the input types and the rule broken.
+  std::vector<TensorType> infer_types(std::span<const TensorType> inputs, Attrs& attrs) const;
+};
+
+// Process-wide registry, filled by static OpRegistration objects in runtime/ops/*.cc.
+const OpDef* find_op(std::string_view name);
+const OpDef& get_op(std::string_view name);  // NotFound with the closest names when absent
+std::vector<const OpDef*> all_ops();         // sorted by name
+
+// Fluent declaration of an op; converting to OpRegistration registers it.
+class OpRegistration;
+class OpBuilder {
+ public:
+  explicit OpBuilder(std::string name) { def_.name = std::move(name); }
+  OpBuilder& inputs(int min, int max) { def_.min_inputs = min, def_.max_inputs = max; return *this; }
+  OpBuilder& arity(int n) { return inputs(n, n); }
+  OpBuilder& outputs(int n) { def_.num_outputs = n; return *this; }
+  OpBuilder& attr(std::string name, AttrKind kind, std::optional<AttrValue> default_value = std::nullopt,
+                  std::string doc = {}) {
+    def_.attrs.push_back({std::move(name), kind, std::move(default_value), std::move(doc)});
+    return *this;
+  }
+  OpBuilder& traits(Trait t) { def_.traits = t; return *this; }
+  OpBuilder& infer(InferFn fn) { def_.infer = std::move(fn); return *this; }
+  OpBuilder& kernel(KernelFn fn) { def_.kernel = std::move(fn); return *this; }
+  OpBuilder& elementwise(ElementwiseMath math) { def_.elementwise = math; return *this; }
+  OpBuilder& reference(ReferenceFn fn) { def_.reference = std::move(fn); return *this; }
+  OpBuilder& samples(std::vector<OpSample> s) { def_.samples = std::move(s); return *this; }
+  OpBuilder& tolerance(double t) { def_.tolerance = t; return *this; }
+  OpBuilder& doc(std::string d) { def_.doc = std::move(d); return *this; }
+  OpDef& def() { return def_; }
+
+ private:
+  friend class OpRegistration;
+  OpDef def_;
+};
+
+class OpRegistration {
+ public:
+  OpRegistration(OpBuilder& builder);  // NOLINT: implicit so `const OpRegistration k = define_op(...)...;`
+  OpRegistration(OpBuilder&& builder);  // NOLINT
+  const OpDef& def() const { return *def_; }
+
+ private:
+  const OpDef* def_;
+};
+
+inline OpBuilder define_op(std::string name) { return OpBuilder(std::move(name)); }
+
+}  // namespace mf::ir

@@ -1,8 +1,8 @@
 #pragma once
-// The device memory pool: grows in blocks of mempool_block_size (or one block per large request), never
-// holds more than max_device_memory, and keeps freed memory for reuse, so a second run of a network
-// allocates nothing new from the system. Going over the limit throws OutOfMemory naming the op, the
-// bytes asked for and the limit; the pool stays usable afterwards.
+// The device memory pool: grows in blocks of mempool_block_size (or one block per large request),
+// never holds more than max_device_memory, and keeps freed memory for reuse, so a second run of a
+// network allocates nothing new from the system. Going over the limit throws OutOfMemory naming the
+// op, the bytes asked for and the limit; the pool stays usable afterwards.
 
 #include <cstddef>
 #include <cstdint>
@@ -14,16 +14,18 @@ namespace mf::runtime {
 inline constexpr size_t kTensorAlignment = 64;
 
 struct MemoryStats {
-  size_t in_use_bytes = 0;      // handed out now
-  size_t peak_in_use_bytes = 0; // highest in_use since the last reset_peak()
-  size_t reserved_bytes = 0;    // obtained from the system and held by the pool
+  size_t in_use_bytes = 0;        // handed out now
+  size_t peak_in_use_bytes = 0;   // highest in_use since the last reset_peak()
+  size_t reserved_bytes = 0;      // obtained from the system and held by the pool
   size_t system_allocations = 0;  // how many times the pool asked the system for memory
   size_t limit_bytes = 0;
+  size_t cached_bytes =
+      0;  // freed chunks kept committed for reuse; counts against the limit with in_use
 };
 
 struct PoolOptions {
-  size_t max_bytes = size_t(1024) << 30;   // max_device_memory
-  size_t block_bytes = size_t(1) << 30;    // mempool_block_size
+  size_t max_bytes = size_t(1024) << 30;  // max_device_memory
+  size_t block_bytes = size_t(1) << 30;   // mempool_block_size
 };
 
 // An allocation from the pool. Freed (returned to the pool) when the last shared_ptr goes away.
@@ -41,13 +43,18 @@ class MemoryPool {
   virtual std::shared_ptr<Buffer> allocate(size_t bytes, std::string_view op_name) = 0;
   virtual MemoryStats stats() const = 0;
   virtual void reset_peak() = 0;
-  // Applies new limits; shrinking below what is in use is allowed (later allocations fail until freed).
+  // Applies new limits; shrinking below what is in use is allowed (later allocations fail until
+  // freed).
   virtual void configure(const PoolOptions& options) = 0;
   // Returns cached free memory to the system.
   virtual void release_cached() = 0;
 };
 
-// The process-wide pool (thread-safe).
+// The process-wide pool (thread-safe). Never destroyed, so buffers in static objects free safely.
 MemoryPool& default_pool();
+
+// A separate best-fit caching pool (tests, and executors that want their own accounting). Its
+// buffers may outlive it.
+std::unique_ptr<MemoryPool> make_memory_pool(const PoolOptions& options = {});
 
 }  // namespace mf::runtime

@@ -1,7 +1,8 @@
 #pragma once
-// Intra-op parallelism through a oneTBB arena sized by the context's runtime_num_threads (in effect,
-// capped to the cores). Chunk boundaries depend only on n and grain, never on the thread count, so a
-// kernel that reduces per chunk and combines chunks in order is deterministic for any thread count.
+// Intra-op parallelism through a oneTBB arena sized by the context's runtime_num_threads (in
+// effect, capped to the cores). Chunk boundaries depend only on n and grain, never on the thread
+// count, so a kernel that reduces per chunk and combines chunks in order is deterministic for any
+// thread count.
 
 #include <cstdint>
 #include <functional>
@@ -10,13 +11,14 @@ namespace mf::runtime {
 
 // Runs fn(begin, end) over [0, n) in chunks of `grain` elements (the last may be shorter), in the
 // current arena. Serial when n <= grain or when the arena has one thread. Exceptions propagate.
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& fn);
+void parallel_for(int64_t n, int64_t grain,
+                  const std::function<void(int64_t begin, int64_t end)>& fn);
 
 // The thread count kernels on this thread use (>= 1).
 int intra_op_threads();
 
-// Sets the intra-op thread count for kernels run on the calling thread while alive (executors set it
-// from RunOptions); nests and restores the previous value.
+// Sets the intra-op thread count for kernels run on the calling thread while alive (executors set
+// it from RunOptions); nests and restores the previous value.
 class ScopedIntraOpThreads {
  public:
   explicit ScopedIntraOpThreads(int threads);

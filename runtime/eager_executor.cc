@@ -1,0 +1,281 @@
+#include "runtime/eager_executor.h"
+
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <new>
+#include <utility>
+
+#include "runtime/parallel.h"
+
+namespace mf::runtime {
+namespace {
+
+constexpr uint64_t kOpen = std::numeric_limits<uint64_t>::max();
+
+// The executor whose worker is the current thread: waiting on it from its own tasks would deadlock.
+thread_local const EagerExecutor* tls_worker_of = nullptr;
+
+Error to_error(std::exception_ptr failure) {
+  try {
+    std::rethrow_exception(std::move(failure));
+  } catch (const Error& error) {
+    return error;
+  } catch (const std::bad_alloc&) {
+    return Error(
+        ErrorKind::kOutOfMemory,
+        "out of memory: the system refused an allocation (std::bad_alloc). Lower the batch "
+        "size or free memory.");
+  } catch (const std::exception& error) {
+    return Error(ErrorKind::kInternal, std::string("unexpected exception in a kernel: ") +
+                                           error.what() + " (please report it)");
+  } catch (...) {
+    return Error(ErrorKind::kInternal, "unknown exception in a kernel (please report it)");
+  }
+}
+
+}  // namespace
+
+std::string format_call_site(const std::source_location& where) {
+  std::string out = std::string(where.file_name()) + ":" + std::to_string(where.line());
+  if (where.function_name() != nullptr && where.function_name()[0] != '\0') {
+    out += std::string(" in '") + where.function_name() + "'";
+  }
+  return out;
+}
+
+TaskInfo TaskInfo::at(std::string op_name, std::string scope, std::source_location where) {
+  return TaskInfo{std::move(op_name), std::move(scope), format_call_site(where)};
+}
+
+EagerExecutor::EagerExecutor(const EagerOptions& options)
+    : synchronous_(options.synchronous), threads_(options.intra_op_threads) {
+  MF_CHECK(options.intra_op_threads >= 0, InvalidArgument,
+           "intra-op thread count must be 0 (the cores) or positive, got ",
+           options.intra_op_threads);
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+EagerExecutor::~EagerExecutor() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  work_ready_.notify_all();
+  if (worker_.joinable()) {
+    worker_.join();
+  }
+  if (has_pending_) {
+    // Loggers may already be gone at exit; stderr is not.
+    std::fprintf(stderr, "modeflow: an error from an asynchronous op was never reported:\n%s\n",
+                 failures_.back().error->what());
+  }
+}
+
+std::optional<Error> EagerExecutor::run(const std::function<void()>& task, const TaskInfo& info,
+                                        int threads, bool asynchronous) {
+  try {
+    if (threads > 0) {
+      ScopedIntraOpThreads scope(threads);
+      task();
+    } else {
+      task();
+    }
+    return std::nullopt;
+  } catch (...) {
+    Error error = to_error(std::current_exception());
+    std::string where = "in op '" + info.op_name + "'";
+    if (!info.scope.empty()) {
+      where += " (scope '" + info.scope + "')";
+    }
+    error.add_context(std::move(where));
+    if (!info.call_site.empty()) {
+      error.add_context("called at " + info.call_site);
+    }
+    if (asynchronous) {
+      error.add_context(
+          "the op ran asynchronously, so its error is reported at this sync point and the ops "
+          "queued "
+          "after it were not run; set pynative_synchronize=true to raise it at the call site");
+    }
+    return error;
+  }
+}
+
+void EagerExecutor::worker_loop() {
+  tls_worker_of = this;
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    work_ready_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) {
+      return;  // stop_ and nothing left to run
+    }
+    Entry entry = std::move(queue_.front());
+    queue_.pop_front();
+    if (dropped_locked(entry.seq)) {
+      // Behind a failure: its inputs may never have been computed.
+      finished_ = entry.seq;
+      progress_.notify_all();
+      continue;
+    }
+    const int threads = threads_;
+    lock.unlock();
+    std::optional<Error> failure = run(entry.task, entry.info, threads, /*asynchronous=*/true);
+    entry.task = nullptr;  // release captured buffers outside the lock
+    lock.lock();
+    if (failure) {
+      failures_.push_back(
+          Failure{entry.seq, kOpen, std::make_shared<const Error>(std::move(*failure))});
+      has_pending_ = true;
+    }
+    finished_ = entry.seq;
+    progress_.notify_all();
+  }
+}
+
+uint64_t EagerExecutor::submit(std::function<void()> task, TaskInfo info) {
+  MF_CHECK(task != nullptr, InvalidArgument, "cannot submit an empty task for op '", info.op_name,
+           "'");
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!synchronous_) {
+    const uint64_t seq = ++last_seq_;
+    queue_.push_back(Entry{seq, std::move(task), std::move(info)});
+    lock.unlock();
+    work_ready_.notify_one();
+    return seq;
+  }
+  lock.unlock();
+  std::lock_guard<std::recursive_mutex> inline_lock(inline_mutex_);
+  lock.lock();
+  if (has_pending_) {
+    wait_drained_locked(lock);
+    report_pending_locked();
+  }
+  const uint64_t seq = ++last_seq_;
+  const int threads = threads_;
+  lock.unlock();
+  std::optional<Error> failure = run(task, info, threads, /*asynchronous=*/false);
+  task = nullptr;
+  lock.lock();
+  if (failure) {
+    // Closed at once: the caller gets the error now, and a read of this op's output throws it
+    // again.
+    failures_.push_back(Failure{seq, seq, std::make_shared<const Error>(*failure)});
+  }
+  finished_ = std::max(finished_, seq);
+  progress_.notify_all();
+  lock.unlock();
+  if (failure) {
+    throw Error(std::move(*failure));
+  }
+  return seq;
+}
+
+void EagerExecutor::wait_drained_locked(std::unique_lock<std::mutex>& lock) {
+  progress_.wait(lock, [this] { return queue_.empty() && finished_ >= last_seq_; });
+}
+
+void EagerExecutor::check_not_worker(const char* what) const {
+  MF_CHECK(tls_worker_of != this, Internal, "an op kernel called ", what,
+           " on its own executor, which would wait for itself forever");
+}
+
+void EagerExecutor::sync() {
+  check_not_worker("sync()");
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_drained_locked(lock);
+  if (has_pending_) {
+    report_pending_locked();
+  }
+}
+
+void EagerExecutor::wait_for(uint64_t seq) {
+  if (seq == 0) {
+    return;
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  MF_CHECK(seq <= last_seq_, InvalidArgument, "task ", seq, " was never submitted (the last is ",
+           last_seq_, ")");
+  if (finished_ < seq) {
+    lock.unlock();
+    check_not_worker("wait_for() on a later task");
+    lock.lock();
+  }
+  progress_.wait(lock, [&] { return finished_ >= seq; });
+  const Failure* failure = failure_of_locked(seq);
+  if (failure == nullptr) {
+    return;
+  }
+  if (has_pending_ && failure == &failures_.back()) {
+    report_pending_locked();
+  }
+  throw Error(*failure->error);
+}
+
+bool EagerExecutor::is_done(uint64_t seq) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finished_ >= seq;
+}
+
+uint64_t EagerExecutor::last_submitted() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_seq_;
+}
+
+void EagerExecutor::report_pending_locked() {
+  Failure& failure = failures_.back();
+  // Everything submitted up to now is behind the failure and stays dropped; later tasks run again.
+  failure.last = last_seq_;
+  has_pending_ = false;
+  throw Error(*failure.error);
+}
+
+const EagerExecutor::Failure* EagerExecutor::failure_of_locked(uint64_t seq) const {
+  // Ranges are disjoint and in order; recent ones are the likely match.
+  for (auto it = failures_.rbegin(); it != failures_.rend(); ++it) {
+    if (seq >= it->first && seq <= it->last) {
+      return &*it;
+    }
+    if (seq > it->last) {
+      return nullptr;
+    }
+  }
+  return nullptr;
+}
+
+bool EagerExecutor::dropped_locked(uint64_t seq) const {
+  return !failures_.empty() && seq >= failures_.back().first && seq <= failures_.back().last;
+}
+
+void EagerExecutor::set_synchronous(bool synchronous) {
+  check_not_worker("set_synchronous()");
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_drained_locked(lock);
+  synchronous_ = synchronous;
+}
+
+bool EagerExecutor::synchronous() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return synchronous_;
+}
+
+void EagerExecutor::set_intra_op_threads(int threads) {
+  MF_CHECK(threads >= 0, InvalidArgument,
+           "intra-op thread count must be 0 (the cores) or positive, got ", threads);
+  std::lock_guard<std::mutex> lock(mutex_);
+  threads_ = threads;
+}
+
+int EagerExecutor::intra_op_threads() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return threads_;
+}
+
+EagerExecutor& default_eager_executor() {
+  // A function-local static: created on first PYNATIVE op, after the op registry, so it is
+  // destroyed (and drained) before anything its tasks use.
+  static EagerExecutor executor;
+  return executor;
+}
+
+}  // namespace mf::runtime

@@ -1,0 +1,102 @@
+// Predicates (equal, less, greater -> Bool) and select(cond, a, b), all with numpy broadcasting.
+
+#include "runtime/ops/elementwise_kernel.h"
+#include "runtime/ops/reference.h"
+
+namespace mf::runtime::ops {
+namespace {
+
+using ir::Trait;
+
+constexpr Trait kPredicate = Trait::kElementwise | Trait::kBroadcast | Trait::kPure;
+
+std::vector<ir::OpSample> predicate_samples() {
+  return {
+      sample({f32({3, 5}), f32({3, 5})}),
+      sample({f32({3, 5}), f32({5})}),
+      sample({f32({4, 1, 3}), f32({2, 3})}),
+      sample({f32({}), f32({3, 5})}),
+      sample({f32({}), f32({})}),
+  };
+}
+
+ir::OpBuilder declare(std::string name, const ir::ElementwiseMath& math,
+                      double (*reference)(double, double), std::string doc, Trait extra) {
+  ir::OpBuilder b = ir::define_op(name);
+  b.arity(2)
+      .traits(kPredicate | extra)
+      .infer(infer_elementwise(name, math, DType::kBool))
+      .kernel(elementwise_kernel(math))
+      .elementwise(math)
+      .reference(ref_binary(reference))
+      .samples(predicate_samples())
+      .doc(std::move(doc));
+  return b;
+}
+
+const ir::ElementwiseMath kEqualMath =
+    make_predicate_math<2, float, double, int32_t, int64_t, bool>(
+        [](const auto& a, const auto& b) { return a == b; });
+const ir::ElementwiseMath kLessMath = make_predicate_math<2, float, double, int32_t, int64_t>(
+    [](const auto& a, const auto& b) { return a < b; });
+const ir::ElementwiseMath kGreaterMath = make_predicate_math<2, float, double, int32_t, int64_t>(
+    [](const auto& a, const auto& b) { return a > b; });
+
+const ir::OpRegistration kEqual = declare(
+    "equal", kEqualMath, [](double a, double b) { return a == b ? 1.0 : 0.0; }, "a == b -> Bool",
+    Trait::kCommutative);
+const ir::OpRegistration kLess = declare(
+    "less", kLessMath, [](double a, double b) { return a < b ? 1.0 : 0.0; }, "a < b -> Bool",
+    Trait::kNone);
+const ir::OpRegistration kGreater = declare(
+    "greater", kGreaterMath, [](double a, double b) { return a > b ? 1.0 : 0.0; }, "a > b -> Bool",
+    Trait::kNone);
+
+// select(cond, a, b): the tile math is indexed by the value dtype (the last input's), as for every
+// elementwise op.
+template <typename T>
+void select_tile(const void* const* in, void* out, int64_t n) {
+  const Eigen::Map<const Eigen::Array<bool, Eigen::Dynamic, 1>> cond(
+      static_cast<const bool*>(in[0]), n);
+  const ArrayMap<T> a(static_cast<const T*>(in[1]), n);
+  const ArrayMap<T> b(static_cast<const T*>(in[2]), n);
+  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(static_cast<T*>(out), n) = cond.select(a, b);
+}
+
+ir::ElementwiseMath select_math() {
+  ir::ElementwiseMath math;
+  math.by_dtype[static_cast<size_t>(DType::kFloat32)] = &select_tile<float>;
+  math.by_dtype[static_cast<size_t>(DType::kFloat64)] = &select_tile<double>;
+  math.by_dtype[static_cast<size_t>(DType::kInt32)] = &select_tile<int32_t>;
+  math.by_dtype[static_cast<size_t>(DType::kInt64)] = &select_tile<int64_t>;
+  math.by_dtype[static_cast<size_t>(DType::kBool)] = &select_tile<bool>;
+  return math;
+}
+const ir::ElementwiseMath kSelectMath = select_math();
+
+const ir::OpRegistration kSelect =
+    ir::define_op("select")
+        .arity(3)
+        .traits(kPredicate)
+        .infer([](std::span<const TensorType> inputs, const Attrs&) {
+          MF_CHECK(inputs[0].dtype == DType::kBool, InvalidArgument,
+                   "select: the condition (input 0) must be Bool, got ",
+                   ir::dtype_name(inputs[0].dtype));
+          const DType dtype = common_dtype("select", inputs, 1);
+          check_math_dtype("select", kSelectMath, dtype);
+          return std::vector<TensorType>{{dtype, broadcast_all("select", inputs)}};
+        })
+        .kernel(elementwise_kernel(kSelectMath))
+        .elementwise(kSelectMath)
+        .reference(
+            ref_elementwise([](std::span<const double> v) { return v[0] != 0.0 ? v[1] : v[2]; }))
+        .samples({
+            sample({boolean({3, 5}), f32({3, 5}), f32({3, 5})}),
+            sample({boolean({5}), f32({3, 5}), f32({})}),
+            sample({boolean({4, 1, 3}), f32({2, 3}), f32({4, 2, 1})}),
+            sample({boolean({}), f32({}), f32({})}),
+        })
+        .doc("select(cond, a, b): a where cond else b (numpy's where), broadcasting all three");
+
+}  // namespace
+}  // namespace mf::runtime::ops

@@ -1,0 +1,122 @@
+// Unary elementwise ops. Each op gives its math once (an Eigen functor shared by the plain kernel
+// and the fused-kernel evaluator) and an independent scalar reference in double.
+//
+// GELU comes as two ops, gelu_tanh and gelu_erf, rather than one op with an `approximate`
+// attribute: tile math takes no attributes, so the form has to be part of the op's identity for
+// fusion to reuse it bit for bit.
+
+#include <cmath>
+#include <numbers>
+
+#include <unsupported/Eigen/SpecialFunctions>  // erf
+
+#include "runtime/ops/elementwise_kernel.h"
+#include "runtime/ops/reference.h"
+
+namespace mf::runtime::ops {
+namespace {
+
+using ir::Trait;
+
+constexpr Trait kUnary = Trait::kElementwise | Trait::kPure;
+
+std::vector<ir::OpSample> unary_samples(double low = -2.0, double high = 2.0) {
+  return {sample({f32({7})}, {}, low, high), sample({f32({3, 5})}, {}, low, high),
+          sample({f32({})}, {}, low, high), sample({f32({2, 3, 4})}, {}, low, high)};
+}
+
+constexpr double kSqrt2OverPi = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kGeluCubic = 0.044715;
+constexpr double kInvSqrt2 = 0.7071067811865476;  // 1 / sqrt(2)
+
+// Each op states its math once, in a named constant; the declaration wraps it.
+const ir::ElementwiseMath kNegMath =
+    make_math<1, float, double, int32_t, int64_t>([](const auto& x) { return -x; });
+const ir::ElementwiseMath kAbsMath =
+    make_math<1, float, double, int32_t, int64_t>([](const auto& x) { return x.abs(); });
+const ir::ElementwiseMath kExpMath =
+    make_math<1, float, double>([](const auto& x) { return x.exp(); });
+const ir::ElementwiseMath kLogMath =
+    make_math<1, float, double>([](const auto& x) { return x.log(); });
+const ir::ElementwiseMath kSqrtMath =
+    make_math<1, float, double>([](const auto& x) { return x.sqrt(); });
+const ir::ElementwiseMath kRsqrtMath =
+    make_math<1, float, double>([](const auto& x) { return x.rsqrt(); });
+const ir::ElementwiseMath kSquareMath =
+    make_math<1, float, double, int32_t, int64_t>([](const auto& x) { return x * x; });
+const ir::ElementwiseMath kReluMath = make_math<1, float, double>([](const auto& x) {
+  using T = scalar_of<decltype(x)>;
+  return x.max(T(0));
+});
+const ir::ElementwiseMath kSigmoidMath = make_math<1, float, double>([](const auto& x) {
+  using T = scalar_of<decltype(x)>;
+  return T(1) / (T(1) + (-x).exp());
+});
+const ir::ElementwiseMath kTanhMath =
+    make_math<1, float, double>([](const auto& x) { return x.tanh(); });
+const ir::ElementwiseMath kErfMath =
+    make_math<1, float, double>([](const auto& x) { return x.erf(); });
+const ir::ElementwiseMath kGeluTanhMath = make_math<1, float, double>([](const auto& x) {
+  using T = scalar_of<decltype(x)>;
+  return T(0.5) * x * (T(1) + (T(kSqrt2OverPi) * (x + T(kGeluCubic) * x * x * x)).tanh());
+});
+const ir::ElementwiseMath kGeluErfMath = make_math<1, float, double>([](const auto& x) {
+  using T = scalar_of<decltype(x)>;
+  return T(0.5) * x * (T(1) + (x * T(kInvSqrt2)).erf());
+});
+
+ir::OpBuilder declare(std::string name, const ir::ElementwiseMath& math,
+                      double (*reference)(double), std::string doc, Trait extra = Trait::kNone,
+                      double low = -2.0, double high = 2.0) {
+  ir::OpBuilder b = ir::define_op(name);
+  b.arity(1)
+      .traits(kUnary | extra)
+      .infer(infer_elementwise(name, math))
+      .kernel(elementwise_kernel(math))
+      .elementwise(math)
+      .reference(ref_unary(reference))
+      .samples(unary_samples(low, high))
+      .doc(std::move(doc));
+  return b;
+}
+
+const ir::OpRegistration kNeg = declare(
+    "neg", kNegMath, [](double x) { return -x; }, "-x");
+const ir::OpRegistration kAbs = declare(
+    "abs", kAbsMath, [](double x) { return std::abs(x); }, "|x|");
+const ir::OpRegistration kExp = declare(
+    "exp", kExpMath, [](double x) { return std::exp(x); }, "e^x");
+const ir::OpRegistration kLog = declare(
+    "log", kLogMath, [](double x) { return std::log(x); }, "natural logarithm", Trait::kNone, 0.1,
+    4.0);
+const ir::OpRegistration kSqrt = declare(
+    "sqrt", kSqrtMath, [](double x) { return std::sqrt(x); }, "square root", Trait::kNone, 0.0,
+    4.0);
+const ir::OpRegistration kRsqrt = declare(
+    "rsqrt", kRsqrtMath, [](double x) { return 1.0 / std::sqrt(x); }, "1 / sqrt(x)", Trait::kNone,
+    0.1, 4.0);
+const ir::OpRegistration kSquare = declare(
+    "square", kSquareMath, [](double x) { return x * x; }, "x * x (expands to mul)",
+    Trait::kComposite);
+const ir::OpRegistration kRelu = declare(
+    "relu", kReluMath, [](double x) { return x > 0 ? x : 0.0; }, "max(x, 0)");
+const ir::OpRegistration kSigmoid = declare(
+    "sigmoid", kSigmoidMath, [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
+    "1 / (1 + exp(-x)) (expands to neg, exp, add, div)", Trait::kComposite);
+const ir::OpRegistration kTanh = declare(
+    "tanh", kTanhMath, [](double x) { return std::tanh(x); }, "hyperbolic tangent");
+const ir::OpRegistration kErf = declare(
+    "erf", kErfMath, [](double x) { return std::erf(x); }, "Gauss error function");
+const ir::OpRegistration kGeluTanh = declare(
+    "gelu_tanh", kGeluTanhMath,
+    [](double x) {
+      return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
+    },
+    "GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))", Trait::kComposite);
+const ir::OpRegistration kGeluErf = declare(
+    "gelu_erf", kGeluErfMath,
+    [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); },
+    "GELU, exact form: 0.5 x (1 + erf(x / sqrt 2))", Trait::kComposite);
+
+}  // namespace
+}  // namespace mf::runtime::ops

@@ -26,4 +26,13 @@ std::string format_bytes(size_t bytes) {
   return number + " " + kUnits[unit];
 }
 
+std::string format_stats(const MemoryStats& stats) {
+  return "in use " + format_bytes(stats.in_use_bytes) + ", peak " +
+         format_bytes(stats.peak_in_use_bytes) + ", cached " + format_bytes(stats.cached_bytes) +
+         ", reserved " + format_bytes(stats.reserved_bytes) + " in " +
+         std::to_string(stats.system_allocations) +
+         (stats.system_allocations == 1 ? " system allocation" : " system allocations") +
+         ", limit " + format_bytes(stats.limit_bytes);
+}
+
 }  // namespace mf::runtime

@@ -33,6 +33,19 @@ TEST(FormatBytes, BinaryUnits) {
   EXPECT_EQ(format_bytes(size_t(1.1 * (size_t(1) << 30))), "1.1 GiB");
 }
 
+TEST(FormatBytes, StatsLine) {
+  MemoryStats stats;
+  stats.in_use_bytes = 12 * kMiB;
+  stats.peak_in_use_bytes = 40 * kMiB;
+  stats.cached_bytes = 8 * kMiB;
+  stats.reserved_bytes = size_t(1) << 30;
+  stats.system_allocations = 1;
+  stats.limit_bytes = size_t(1) << 40;
+  EXPECT_EQ(format_stats(stats),
+            "in use 12 MiB, peak 40 MiB, cached 8 MiB, reserved 1 GiB in 1 system allocation, "
+            "limit 1 TiB");
+}
+
 TEST(MemoryPool, AlignedAndWritable) {
   auto pool = make_memory_pool(options(256 * kMiB));
   std::vector<std::shared_ptr<Buffer>> buffers;

@@ -91,6 +91,9 @@ void parallel_for(int64_t n, int64_t grain,
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, chunks, 1),
         [&](const tbb::blocked_range<int64_t>& range) {
+          // TBB workers do not inherit the caller's thread-local count; a kernel nested in this
+          // chunk must see the same count, not the core default.
+          ScopedIntraOpThreads inherit(threads);
           for (int64_t chunk = range.begin(); chunk < range.end(); ++chunk) {
             const int64_t begin = chunk * grain;
             fn(begin, std::min(n, begin + grain));

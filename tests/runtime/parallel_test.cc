@@ -112,6 +112,15 @@ TEST(IntraOpThreads, ScopedNestsRestoresAndCapsToCores) {
   EXPECT_THROW(ScopedIntraOpThreads bad(0), mf::Error);
 }
 
+TEST(IntraOpThreads, ChunksSeeTheCallersCount) {
+  ScopedIntraOpThreads two(std::min(2, cores()));
+  std::atomic<int> mismatches{0};
+  parallel_for(64, 1, [&](int64_t, int64_t) {
+    if (intra_op_threads() != std::min(2, cores())) ++mismatches;
+  });
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
 TEST(IntraOpThreads, ThreadLocal) {
   ScopedIntraOpThreads one(1);
   int seen = 0;

@@ -1,0 +1,454 @@
+// conv2d (NCHW; stride, padding, dilation, groups, optional bias), max_pool2d, avg_pool2d and
+// global_avg_pool. conv2d lowers each (image, group) to im2col + one Eigen GEMM; pools are direct
+// loops per (image, channel) plane.
+//
+// Padding is [pad_h, pad_w] (both sides) or [top, bottom, left, right]; output sizes round down, as
+// in PyTorch and MindSpore's "pad" mode. avg_pool2d divides by the number of elements inside the
+// input (padding excluded) unless count_include_pad is true.
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "runtime/ops/op_util.h"
+#include "runtime/ops/reference.h"
+#include "runtime/parallel.h"
+
+namespace mf::runtime::ops {
+namespace {
+
+using ir::Trait;
+
+template <typename T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// The 2-D window geometry shared by conv and pools, read from attributes and checked.
+struct Window {
+  int64_t kh = 1, kw = 1;
+  int64_t sh = 1, sw = 1;
+  int64_t top = 0, bottom = 0, left = 0, right = 0;
+  int64_t dh = 1, dw = 1;
+  int64_t oh = 0, ow = 0;
+};
+
+std::vector<int64_t> pair_attr(std::string_view op, const Attrs& attrs, std::string_view name,
+                               int64_t min_value) {
+  const std::vector<int64_t>& v = ir::attr_ints(attrs, name, op);
+  MF_CHECK(v.size() == 2, InvalidArgument, op, ": attribute '", name,
+           "' must have 2 values [h, w], got ", ints_to_string(v));
+  MF_CHECK(v[0] >= min_value && v[1] >= min_value, InvalidArgument, op, ": attribute '", name,
+           "' must be >= ", min_value, ", got ", ints_to_string(v));
+  return v;
+}
+
+Window make_window(std::string_view op, const Shape& x, int64_t kh, int64_t kw, const Attrs& attrs,
+                   bool has_dilation) {
+  Window w;
+  w.kh = kh;
+  w.kw = kw;
+  const std::vector<int64_t> stride = pair_attr(op, attrs, "stride", 1);
+  w.sh = stride[0];
+  w.sw = stride[1];
+  const std::vector<int64_t>& pad = ir::attr_ints(attrs, "padding", op);
+  MF_CHECK(pad.size() == 2 || pad.size() == 4, InvalidArgument, op,
+           ": attribute 'padding' must be [pad_h, pad_w] or [top, bottom, left, right], got ",
+           ints_to_string(pad));
+  for (int64_t p : pad) {
+    MF_CHECK(p >= 0, InvalidArgument, op, ": padding must be >= 0, got ", ints_to_string(pad));
+  }
+  if (pad.size() == 2) {
+    w.top = w.bottom = pad[0];
+    w.left = w.right = pad[1];
+  } else {
+    w.top = pad[0], w.bottom = pad[1], w.left = pad[2], w.right = pad[3];
+  }
+  if (has_dilation) {
+    const std::vector<int64_t> dilation = pair_attr(op, attrs, "dilation", 1);
+    w.dh = dilation[0];
+    w.dw = dilation[1];
+  }
+  const int64_t span_h = w.dh * (w.kh - 1) + 1, span_w = w.dw * (w.kw - 1) + 1;
+  const int64_t in_h = x[2] + w.top + w.bottom, in_w = x[3] + w.left + w.right;
+  MF_CHECK(span_h <= in_h && span_w <= in_w, InvalidArgument, op, ": the window (", span_h, "x",
+           span_w, " after dilation) is larger than the padded input (", in_h, "x", in_w, ") of x ",
+           ir::shape_to_string(x));
+  w.oh = (in_h - span_h) / w.sh + 1;
+  w.ow = (in_w - span_w) / w.sw + 1;
+  return w;
+}
+
+void check_nchw(std::string_view op, const TensorType& x) {
+  check_dtype(op, x.dtype, kFloatTypes);
+  MF_CHECK(x.shape.size() == 4, InvalidArgument, op, ": x must be NCHW (rank 4), got ",
+           ir::shape_to_string(x.shape));
+}
+
+// ---- conv2d ----
+
+Window conv_window(const Shape& x, const Shape& w, const Attrs& attrs) {
+  return make_window("conv2d", x, w[2], w[3], attrs, true);
+}
+
+std::vector<TensorType> infer_conv2d(std::span<const TensorType> in, const Attrs& attrs) {
+  check_nchw("conv2d", in[0]);
+  common_dtype("conv2d", in);
+  const Shape& x = in[0].shape;
+  const Shape& w = in[1].shape;
+  MF_CHECK(w.size() == 4, InvalidArgument,
+           "conv2d: weight must be (out_channels, in_channels / groups, kh, kw), got ",
+           ir::shape_to_string(w));
+  const int64_t groups = ir::attr_int(attrs, "groups", "conv2d");
+  MF_CHECK(groups >= 1 && x[1] % groups == 0 && w[0] % groups == 0, InvalidArgument,
+           "conv2d: groups (", groups, ") must divide both the input channels (", x[1],
+           ") and the output channels (", w[0], ")");
+  MF_CHECK(w[1] * groups == x[1], InvalidArgument, "conv2d: weight ", ir::shape_to_string(w),
+           " expects ", w[1], " channels per group, but x ", ir::shape_to_string(x), " has ", x[1],
+           " channels in ", groups, " group(s) (", x[1] / groups, " per group)");
+  if (in.size() == 3) {
+    MF_CHECK(in[2].shape == Shape{w[0]}, InvalidArgument, "conv2d: bias must have shape (", w[0],
+             "), got ", ir::shape_to_string(in[2].shape));
+  }
+  const Window win = conv_window(x, w, attrs);
+  return {{in[0].dtype, {x[0], w[0], win.oh, win.ow}}};
+}
+
+template <typename T>
+void conv2d_typed(const ir::KernelContext& ctx) {
+  const Shape& xs = ctx.inputs[0].type.shape;
+  const Shape& ws = ctx.inputs[1].type.shape;
+  const Window win = conv_window(xs, ws, ctx.attrs);
+  const int64_t groups = ir::attr_int(ctx.attrs, "groups", ctx.op_name);
+  const int64_t batch = xs[0], channels = xs[1], height = xs[2], width = xs[3];
+  const int64_t out_channels = ws[0];
+  const int64_t cg = channels / groups, og = out_channels / groups;
+  const int64_t patch = cg * win.kh * win.kw;
+  const int64_t plane = win.oh * win.ow;
+  const T* x = ctx.inputs[0].as<T>();
+  const T* w = ctx.inputs[1].as<T>();
+  const T* bias = ctx.inputs.size() == 3 ? ctx.inputs[2].as<T>() : nullptr;
+  T* y = ctx.outputs[0].as<T>();
+  // A 1x1 window with unit stride and no padding reads the input plane as it is: no im2col.
+  const bool direct = win.kh == 1 && win.kw == 1 && win.sh == 1 && win.sw == 1 && win.top == 0 &&
+                      win.bottom == 0 && win.left == 0 && win.right == 0;
+  parallel_for(batch * groups, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> col(direct ? 0 : patch * plane);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t n = item / groups, g = item % groups;
+      const T* xg = x + (n * channels + g * cg) * height * width;
+      const T* cols = xg;
+      if (!direct) {
+        // Row (c, i, j) of col holds x[c, oh*sh - top + i*dh, ow*sw - left + j*dw] for every (oh,
+        // ow).
+        T* dst = col.data();
+        for (int64_t c = 0; c < cg; ++c) {
+          for (int64_t i = 0; i < win.kh; ++i) {
+            for (int64_t j = 0; j < win.kw; ++j) {
+              for (int64_t oy = 0; oy < win.oh; ++oy) {
+                const int64_t iy = oy * win.sh - win.top + i * win.dh;
+                if (iy < 0 || iy >= height) {
+                  std::fill(dst, dst + win.ow, T(0));
+                  dst += win.ow;
+                  continue;
+                }
+                const T* src = xg + (c * height + iy) * width;
+                for (int64_t ox = 0; ox < win.ow; ++ox) {
+                  const int64_t ix = ox * win.sw - win.left + j * win.dw;
+                  *dst++ = (ix >= 0 && ix < width) ? src[ix] : T(0);
+                }
+              }
+            }
+          }
+        }
+        cols = col.data();
+      }
+      Eigen::Map<RowMatrix<T>> out(y + (n * out_channels + g * og) * plane, og, plane);
+      out.noalias() = Eigen::Map<const RowMatrix<T>>(w + g * og * patch, og, patch) *
+                      Eigen::Map<const RowMatrix<T>>(cols, patch, plane);
+      if (bias != nullptr) {
+        out.colwise() += Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(bias + g * og, og);
+      }
+    }
+  });
+}
+
+void conv2d_kernel(const ir::KernelContext& ctx) {
+  if (ctx.outputs[0].type.dtype == DType::kFloat64) return conv2d_typed<double>(ctx);
+  conv2d_typed<float>(ctx);
+}
+
+std::vector<RefTensor> conv2d_reference(std::span<const RefTensor> in, const Attrs& attrs) {
+  const Shape& xs = in[0].shape;
+  const Shape& ws = in[1].shape;
+  const Window win = conv_window(xs, ws, attrs);
+  const int64_t groups = std::get<int64_t>(attrs.at("groups"));
+  const int64_t cg = xs[1] / groups, og = ws[0] / groups;
+  RefTensor out = ref_tensor({xs[0], ws[0], win.oh, win.ow});
+  for (int64_t n = 0; n < xs[0]; ++n)
+    for (int64_t o = 0; o < ws[0]; ++o)
+      for (int64_t oy = 0; oy < win.oh; ++oy)
+        for (int64_t ox = 0; ox < win.ow; ++ox) {
+          double sum = in.size() == 3 ? in[2].values[o] : 0.0;
+          const int64_t g = o / og;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t i = 0; i < ws[2]; ++i)
+              for (int64_t j = 0; j < ws[3]; ++j) {
+                const int64_t iy = oy * win.sh - win.top + i * win.dh;
+                const int64_t ix = ox * win.sw - win.left + j * win.dw;
+                if (iy < 0 || iy >= xs[2] || ix < 0 || ix >= xs[3]) continue;
+                const int64_t channel = g * cg + c;
+                sum += in[0].values[((n * xs[1] + channel) * xs[2] + iy) * xs[3] + ix] *
+                       in[1].values[((o * cg + c) * ws[2] + i) * ws[3] + j];
+              }
+          out.values[((n * ws[0] + o) * win.oh + oy) * win.ow + ox] = sum;
+        }
+  return {out};
+}
+
+ir::Attrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> padding,
+                     std::vector<int64_t> dilation, int64_t groups) {
+  return {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
+}
+
+const ir::OpRegistration kConv2d =
+    ir::define_op("conv2d")
+        .inputs(2, 3)
+        .attr("stride", ir::AttrKind::kInts, std::vector<int64_t>{1, 1}, "[stride_h, stride_w]")
+        .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0},
+              "[pad_h, pad_w] or [top, bottom, left, right], zeros")
+        .attr("dilation", ir::AttrKind::kInts, std::vector<int64_t>{1, 1},
+              "[dilation_h, dilation_w]")
+        .attr("groups", ir::AttrKind::kInt, int64_t{1}, "channel groups; divides C and O")
+        .traits(Trait::kOpaque | Trait::kPure)
+        .infer(infer_conv2d)
+        .kernel(conv2d_kernel)
+        .reference(conv2d_reference)
+        .samples({
+            sample({f32({1, 2, 5, 5}), f32({3, 2, 3, 3})}, conv_attrs({1, 1}, {0, 0}, {1, 1}, 1)),
+            sample({f32({2, 3, 8, 8}), f32({4, 3, 3, 3}), f32({4})},
+                   conv_attrs({1, 1}, {1, 1}, {1, 1}, 1)),
+            sample({f32({2, 4, 9, 7}), f32({6, 2, 3, 2}), f32({6})},
+                   conv_attrs({2, 1}, {1, 2, 0, 1}, {2, 1}, 2)),
+            sample({f32({1, 6, 6, 6}), f32({6, 1, 3, 3})}, conv_attrs({2, 2}, {1, 1}, {1, 1}, 6)),
+            sample({f32({2, 4, 5, 5}), f32({8, 4, 1, 1}), f32({8})},
+                   conv_attrs({1, 1}, {0, 0}, {1, 1}, 1)),
+        })
+        .tolerance(1e-4)
+        .doc("2-D convolution (cross-correlation) of NCHW x with OIHW weight, optional bias (O)");
+
+// ---- pools ----
+
+Window pool_window(std::string_view op, const Shape& x, const Attrs& attrs) {
+  const std::vector<int64_t> kernel = pair_attr(op, attrs, "kernel", 1);
+  Attrs resolved = attrs;
+  if (ir::attr_ints(attrs, "stride", op).empty()) resolved["stride"] = kernel;
+  const Window w = make_window(op, x, kernel[0], kernel[1], resolved, false);
+  MF_CHECK(w.top < w.kh && w.bottom < w.kh && w.left < w.kw && w.right < w.kw, InvalidArgument, op,
+           ": padding ", ints_to_string(ir::attr_ints(attrs, "padding", op)),
+           " must be smaller than the kernel ", ints_to_string(kernel),
+           " so every window sees the input");
+  return w;
+}
+
+std::vector<TensorType> infer_pool(std::string_view op, std::span<const TensorType> in,
+                                   const Attrs& attrs) {
+  check_nchw(op, in[0]);
+  const Window w = pool_window(op, in[0].shape, attrs);
+  return {{in[0].dtype, {in[0].shape[0], in[0].shape[1], w.oh, w.ow}}};
+}
+
+enum class PoolKind { kMax, kAvg };
+
+// One (n, c) plane per work item. `include_pad` matters for kAvg only.
+template <typename T, PoolKind Kind>
+void pool_typed(const ir::KernelContext& ctx, bool include_pad) {
+  const Shape& xs = ctx.inputs[0].type.shape;
+  const Window w = pool_window(ctx.op_name, xs, ctx.attrs);
+  const int64_t height = xs[2], width = xs[3];
+  const T* x = ctx.inputs[0].as<T>();
+  T* y = ctx.outputs[0].as<T>();
+  const int64_t grain =
+      std::max<int64_t>(1, 4096 / std::max<int64_t>(1, w.oh * w.ow * w.kh * w.kw));
+  parallel_for(xs[0] * xs[1], grain, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const T* src = x + p * height * width;
+      T* dst = y + p * w.oh * w.ow;
+      for (int64_t oy = 0; oy < w.oh; ++oy) {
+        const int64_t y0 = oy * w.sh - w.top;
+        const int64_t ylo = std::max<int64_t>(0, y0), yhi = std::min(height, y0 + w.kh);
+        for (int64_t ox = 0; ox < w.ow; ++ox) {
+          const int64_t x0 = ox * w.sw - w.left;
+          const int64_t xlo = std::max<int64_t>(0, x0), xhi = std::min(width, x0 + w.kw);
+          T acc = Kind == PoolKind::kMax ? -std::numeric_limits<T>::infinity() : T(0);
+          for (int64_t iy = ylo; iy < yhi; ++iy) {
+            for (int64_t ix = xlo; ix < xhi; ++ix) {
+              if constexpr (Kind == PoolKind::kMax) {
+                acc = std::max(acc, src[iy * width + ix]);
+              } else {
+                acc += src[iy * width + ix];
+              }
+            }
+          }
+          if constexpr (Kind == PoolKind::kAvg) {
+            // With include_pad, the window is clipped only by the far padded edge, as in PyTorch.
+            const int64_t count = include_pad ? (std::min(height + w.bottom, y0 + w.kh) - y0) *
+                                                    (std::min(width + w.right, x0 + w.kw) - x0)
+                                              : (yhi - ylo) * (xhi - xlo);
+            acc /= static_cast<T>(count);
+          }
+          dst[oy * w.ow + ox] = acc;
+        }
+      }
+    }
+  });
+}
+
+template <PoolKind Kind>
+void pool_kernel(const ir::KernelContext& ctx) {
+  const bool include_pad =
+      Kind == PoolKind::kAvg && ir::attr_bool(ctx.attrs, "count_include_pad", ctx.op_name);
+  if (ctx.outputs[0].type.dtype == DType::kFloat64)
+    return pool_typed<double, Kind>(ctx, include_pad);
+  pool_typed<float, Kind>(ctx, include_pad);
+}
+
+template <PoolKind Kind>
+std::vector<RefTensor> pool_reference(std::string_view op, std::span<const RefTensor> in,
+                                      const Attrs& attrs) {
+  const Shape& xs = in[0].shape;
+  const Window w = pool_window(op, xs, attrs);
+  const bool include_pad = Kind == PoolKind::kAvg && std::get<bool>(attrs.at("count_include_pad"));
+  RefTensor out = ref_tensor({xs[0], xs[1], w.oh, w.ow});
+  for (int64_t p = 0; p < xs[0] * xs[1]; ++p)
+    for (int64_t oy = 0; oy < w.oh; ++oy)
+      for (int64_t ox = 0; ox < w.ow; ++ox) {
+        double acc = Kind == PoolKind::kMax ? -INFINITY : 0.0;
+        int64_t count = 0;
+        for (int64_t i = 0; i < w.kh; ++i)
+          for (int64_t j = 0; j < w.kw; ++j) {
+            const int64_t iy = oy * w.sh - w.top + i, ix = ox * w.sw - w.left + j;
+            const bool inside = iy >= 0 && iy < xs[2] && ix >= 0 && ix < xs[3];
+            const bool in_padded = iy < xs[2] + w.bottom && ix < xs[3] + w.right;
+            if (include_pad ? in_padded : inside) ++count;
+            if (!inside) continue;
+            const double v = in[0].values[(p * xs[2] + iy) * xs[3] + ix];
+            acc = Kind == PoolKind::kMax ? std::max(acc, v) : acc + v;
+          }
+        out.values[(p * w.oh + oy) * w.ow + ox] = Kind == PoolKind::kMax ? acc : acc / count;
+      }
+  return {out};
+}
+
+ir::Attrs pool_attrs(std::vector<int64_t> kernel, std::vector<int64_t> stride,
+                     std::vector<int64_t> padding) {
+  return {{"kernel", kernel}, {"stride", stride}, {"padding", padding}};
+}
+
+const ir::OpRegistration kMaxPool2d =
+    ir::define_op("max_pool2d")
+        .arity(1)
+        .attr("kernel", ir::AttrKind::kInts, std::nullopt, "[kernel_h, kernel_w]")
+        .attr("stride", ir::AttrKind::kInts, std::vector<int64_t>{},
+              "[stride_h, stride_w]; [] = kernel")
+        .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0},
+              "[pad_h, pad_w] or [top, bottom, left, right]; padded cells never win")
+        .traits(Trait::kOpaque | Trait::kPure)
+        .infer([](std::span<const TensorType> in, const Attrs& attrs) {
+          return infer_pool("max_pool2d", in, attrs);
+        })
+        .kernel(pool_kernel<PoolKind::kMax>)
+        .reference([](std::span<const RefTensor> in, const Attrs& attrs) {
+          return pool_reference<PoolKind::kMax>("max_pool2d", in, attrs);
+        })
+        .samples({
+            sample({f32({2, 3, 8, 8})}, pool_attrs({2, 2}, {}, {0, 0})),
+            sample({f32({1, 2, 7, 9})}, pool_attrs({3, 3}, {2, 2}, {1, 1})),
+            sample({f32({1, 1, 5, 6})}, pool_attrs({2, 3}, {1, 2}, {1, 0, 0, 2})),
+        })
+        .doc("max over 2-D windows of NCHW x");
+
+const ir::OpRegistration kAvgPool2d =
+    ir::define_op("avg_pool2d")
+        .arity(1)
+        .attr("kernel", ir::AttrKind::kInts, std::nullopt, "[kernel_h, kernel_w]")
+        .attr("stride", ir::AttrKind::kInts, std::vector<int64_t>{},
+              "[stride_h, stride_w]; [] = kernel")
+        .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0},
+              "[pad_h, pad_w] or [top, bottom, left, right]")
+        .attr("count_include_pad", ir::AttrKind::kBool, false,
+              "divide by the full window (true) or by the cells inside the input (false)")
+        .traits(Trait::kOpaque | Trait::kPure)
+        .infer([](std::span<const TensorType> in, const Attrs& attrs) {
+          return infer_pool("avg_pool2d", in, attrs);
+        })
+        .kernel(pool_kernel<PoolKind::kAvg>)
+        .reference([](std::span<const RefTensor> in, const Attrs& attrs) {
+          return pool_reference<PoolKind::kAvg>("avg_pool2d", in, attrs);
+        })
+        .samples({
+            sample({f32({2, 3, 8, 8})}, pool_attrs({2, 2}, {}, {0, 0})),
+            sample({f32({1, 2, 7, 9})}, pool_attrs({3, 3}, {2, 2}, {1, 1})),
+            [] {
+              ir::OpSample s = sample({f32({1, 2, 7, 9})}, pool_attrs({3, 3}, {2, 2}, {1, 1}));
+              s.attrs["count_include_pad"] = true;
+              return s;
+            }(),
+        })
+        .doc("mean over 2-D windows of NCHW x");
+
+// ---- global_avg_pool ----
+
+const ir::OpRegistration kGlobalAvgPool =
+    ir::define_op("global_avg_pool")
+        .arity(1)
+        .traits(Trait::kReduce | Trait::kPure)
+        .infer([](std::span<const TensorType> in, const Attrs&) {
+          check_dtype("global_avg_pool", in[0].dtype, kFloatTypes);
+          MF_CHECK(in[0].shape.size() >= 3, InvalidArgument,
+                   "global_avg_pool: x must be (N, C, spatial...) with rank >= 3, got ",
+                   ir::shape_to_string(in[0].shape));
+          Shape out = in[0].shape;
+          std::fill(out.begin() + 2, out.end(), 1);
+          return std::vector<TensorType>{{in[0].dtype, out}};
+        })
+        .kernel([](const ir::KernelContext& ctx) {
+          const Shape& xs = ctx.inputs[0].type.shape;
+          const int64_t planes = xs[0] * xs[1];
+          const int64_t size = ir::num_elements(xs) / std::max<int64_t>(1, planes);
+          ir::visit_dtype(ctx.inputs[0].type.dtype, [&](auto tag) {
+            using T = decltype(tag);
+            if constexpr (std::is_floating_point_v<T>) {
+              const T* x = ctx.inputs[0].as<T>();
+              T* y = ctx.outputs[0].as<T>();
+              const int64_t grain =
+                  std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, size));
+              parallel_for(planes, grain, [&](int64_t begin, int64_t end) {
+                for (int64_t p = begin; p < end; ++p) {
+                  y[p] = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x + p * size, size)
+                             .sum() /
+                         static_cast<T>(size);
+                }
+              });
+            }
+          });
+        })
+        .reference([](std::span<const RefTensor> in, const Attrs&) {
+          const Shape& xs = in[0].shape;
+          Shape out_shape = xs;
+          std::fill(out_shape.begin() + 2, out_shape.end(), 1);
+          RefTensor out = ref_tensor(out_shape);
+          const int64_t size = ir::num_elements(xs) / (xs[0] * xs[1]);
+          for (int64_t p = 0; p < xs[0] * xs[1]; ++p) {
+            double sum = 0;
+            for (int64_t i = 0; i < size; ++i) sum += in[0].values[p * size + i];
+            out.values[p] = sum / size;
+          }
+          return std::vector<RefTensor>{out};
+        })
+        .samples(
+            {sample({f32({2, 3, 4, 5})}), sample({f32({1, 4, 7})}), sample({f32({2, 2, 3, 3, 2})})})
+        .doc("mean over all spatial dims of (N, C, ...) x, keeping them as size 1: (N, C, 1, 1)");
+
+}  // namespace
+}  // namespace mf::runtime::ops

@@ -1,0 +1,328 @@
+// matmul, batch_matmul and bias_add. The products run on Eigen's GEMM over row-major Maps, split
+// into fixed blocks of output rows (independent of the thread count, so results are reproducible).
+
+#include <Eigen/Core>
+
+#include <algorithm>
+
+#include "runtime/ops/op_util.h"
+#include "runtime/ops/reference.h"
+#include "runtime/parallel.h"
+
+namespace mf::runtime::ops {
+namespace {
+
+using ir::Trait;
+
+template <typename T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using ConstMatrixMap = Eigen::Map<const RowMatrix<T>, 0, Eigen::OuterStride<>>;
+
+// Multiply-adds per parallel block: enough that packing B once per block stays a small overhead.
+constexpr int64_t kBlockMacs = int64_t{1} << 18;
+constexpr int64_t kMinBlockRows = 16;
+
+struct GemmShape {
+  int64_t m = 0, k = 0, n = 0;
+  bool transpose_a = false, transpose_b = false;
+};
+
+// C[r0:r1, :] = op(A)[r0:r1, :] * op(B) for one matrix of a batch.
+template <typename T>
+void gemm_rows(const T* a, const T* b, T* c, const GemmShape& s, int64_t r0, int64_t r1) {
+  const int64_t rows = r1 - r0;
+  Eigen::Map<RowMatrix<T>> out(c + r0 * s.n, rows, s.n);
+  auto multiply = [&](const auto& lhs) {
+    if (s.transpose_b) {
+      out.noalias() = lhs * ConstMatrixMap<T>(b, s.n, s.k, Eigen::OuterStride<>(s.k)).transpose();
+    } else {
+      out.noalias() = lhs * ConstMatrixMap<T>(b, s.k, s.n, Eigen::OuterStride<>(s.n));
+    }
+  };
+  if (s.transpose_a) {
+    // a is stored (k, m): the rows of op(A) we need are columns r0..r1 of a.
+    multiply(ConstMatrixMap<T>(a + r0, s.k, rows, Eigen::OuterStride<>(s.m)).transpose());
+  } else {
+    multiply(ConstMatrixMap<T>(a + r0 * s.k, rows, s.k, Eigen::OuterStride<>(s.k)));
+  }
+}
+
+// The type checks shared by matmul and batch_matmul; returns (m, n) and fills the GemmShape.
+GemmShape check_gemm(std::string_view op, const TensorType& a, const TensorType& b,
+                     const Attrs& attrs) {
+  check_dtype(op, a.dtype, kFloatTypes);
+  MF_CHECK(a.dtype == b.dtype, InvalidArgument, op,
+           ": input dtypes disagree: ", ir::dtype_name(a.dtype), " x ", ir::dtype_name(b.dtype),
+           "; insert a cast");
+  GemmShape s;
+  s.transpose_a = ir::attr_bool(attrs, "transpose_a", op);
+  s.transpose_b = ir::attr_bool(attrs, "transpose_b", op);
+  const size_t ra = a.shape.size(), rb = b.shape.size();
+  const int64_t a_rows = a.shape[ra - 2], a_cols = a.shape[ra - 1];
+  const int64_t b_rows = b.shape[rb - 2], b_cols = b.shape[rb - 1];
+  s.m = s.transpose_a ? a_cols : a_rows;
+  s.k = s.transpose_a ? a_rows : a_cols;
+  const int64_t kb = s.transpose_b ? b_cols : b_rows;
+  s.n = s.transpose_b ? b_rows : b_cols;
+  MF_CHECK(s.k == kb, InvalidArgument, op,
+           ": inner dimensions disagree: ", ir::shape_to_string(a.shape), " x ",
+           ir::shape_to_string(b.shape), " with transpose_a=", s.transpose_a ? "true" : "false",
+           ", transpose_b=", s.transpose_b ? "true" : "false", "; a's dim ",
+           ra - (s.transpose_a ? 2 : 1), " (", s.k, ") must equal b's dim ",
+           rb - (s.transpose_b ? 1 : 2), " (", kb, ")");
+  return s;
+}
+
+std::vector<TensorType> infer_matmul(std::span<const TensorType> in, const Attrs& attrs) {
+  MF_CHECK(in[0].shape.size() == 2 && in[1].shape.size() == 2, InvalidArgument,
+           "matmul: both inputs must be matrices (rank 2), got ", ir::shape_to_string(in[0].shape),
+           " x ", ir::shape_to_string(in[1].shape), "; use batch_matmul for stacks of matrices");
+  const GemmShape s = check_gemm("matmul", in[0], in[1], attrs);
+  return {{in[0].dtype, {s.m, s.n}}};
+}
+
+std::vector<TensorType> infer_batch_matmul(std::span<const TensorType> in, const Attrs& attrs) {
+  MF_CHECK(in[0].shape.size() >= 2 && in[1].shape.size() >= 2, InvalidArgument,
+           "batch_matmul: both inputs need rank >= 2 (..., rows, cols), got ",
+           ir::shape_to_string(in[0].shape), " x ", ir::shape_to_string(in[1].shape));
+  const GemmShape s = check_gemm("batch_matmul", in[0], in[1], attrs);
+  const Shape batch_a(in[0].shape.begin(), in[0].shape.end() - 2);
+  const Shape batch_b(in[1].shape.begin(), in[1].shape.end() - 2);
+  Shape out = ir::broadcast_shapes(batch_a, batch_b, "batch_matmul (batch dimensions)");
+  out.push_back(s.m);
+  out.push_back(s.n);
+  return {{in[0].dtype, out}};
+}
+
+// Offset (in matrices) of each output batch entry in a batch of shape `batch` broadcast to `out`.
+std::vector<int64_t> batch_offsets(const Shape& batch, const Shape& out) {
+  const int64_t count = ir::num_elements(out);
+  std::vector<int64_t> offsets(count);
+  const size_t lead = out.size() - batch.size();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rest = i, offset = 0, scale = 1;
+    for (size_t d = out.size(); d-- > 0;) {
+      const int64_t coord = rest % out[d];
+      rest /= out[d];
+      if (d >= lead) {
+        const int64_t size = batch[d - lead];
+        if (size != 1) offset += coord * scale;
+        scale *= size;
+      }
+    }
+    offsets[i] = offset;
+  }
+  return offsets;
+}
+
+void matmul_kernel(const ir::KernelContext& ctx) {
+  const TensorType& ta = ctx.inputs[0].type;
+  const TensorType& tb = ctx.inputs[1].type;
+  const TensorType& tc = ctx.outputs[0].type;
+  GemmShape s;
+  s.transpose_a = ir::attr_bool(ctx.attrs, "transpose_a", ctx.op_name);
+  s.transpose_b = ir::attr_bool(ctx.attrs, "transpose_b", ctx.op_name);
+  s.m = tc.shape[tc.shape.size() - 2];
+  s.n = tc.shape.back();
+  s.k = s.transpose_a ? ta.shape[ta.shape.size() - 2] : ta.shape.back();
+  const Shape out_batch(tc.shape.begin(), tc.shape.end() - 2);
+  const std::vector<int64_t> a_off =
+      batch_offsets(Shape(ta.shape.begin(), ta.shape.end() - 2), out_batch);
+  const std::vector<int64_t> b_off =
+      batch_offsets(Shape(tb.shape.begin(), tb.shape.end() - 2), out_batch);
+  const int64_t batches = ir::num_elements(out_batch);
+  if (s.m == 0 || s.n == 0 || batches == 0) return;
+  const int64_t block_rows =
+      std::min(s.m, std::max(kMinBlockRows, kBlockMacs / std::max<int64_t>(1, s.k * s.n)));
+  const int64_t blocks_per_matrix = (s.m + block_rows - 1) / block_rows;
+  ir::visit_dtype(tc.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      const T* a = ctx.inputs[0].as<T>();
+      const T* b = ctx.inputs[1].as<T>();
+      T* c = ctx.outputs[0].as<T>();
+      parallel_for(batches * blocks_per_matrix, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t batch = item / blocks_per_matrix;
+          const int64_t r0 = (item % blocks_per_matrix) * block_rows;
+          gemm_rows(a + a_off[batch] * s.m * s.k, b + b_off[batch] * s.k * s.n,
+                    c + batch * s.m * s.n, s, r0, std::min(s.m, r0 + block_rows));
+        }
+      });
+    } else {
+      MF_FAIL(Internal, ctx.op_name, ": no kernel for ", ir::dtype_name(tc.dtype));
+    }
+  });
+}
+
+// The reference: textbook triple loop per batch entry, with broadcasting batch dims.
+std::vector<RefTensor> matmul_reference(std::span<const RefTensor> in, const Attrs& attrs) {
+  const bool ta = std::get<bool>(attrs.at("transpose_a"));
+  const bool tb = std::get<bool>(attrs.at("transpose_b"));
+  const RefTensor& a = in[0];
+  const RefTensor& b = in[1];
+  const size_t ra = a.shape.size(), rb = b.shape.size();
+  const int64_t m = ta ? a.shape[ra - 1] : a.shape[ra - 2];
+  const int64_t k = ta ? a.shape[ra - 2] : a.shape[ra - 1];
+  const int64_t n = tb ? b.shape[rb - 2] : b.shape[rb - 1];
+  const RefTensor batch_a{Shape(a.shape.begin(), a.shape.end() - 2), {}};
+  const RefTensor batch_b{Shape(b.shape.begin(), b.shape.end() - 2), {}};
+  const RefTensor batch_pair[] = {batch_a, batch_b};
+  const Shape batch = ref_broadcast_shape(batch_pair);
+  Shape out_shape = batch;
+  out_shape.push_back(m);
+  out_shape.push_back(n);
+  RefTensor out = ref_tensor(out_shape);
+  for (int64_t bi = 0; bi < ir::num_elements(batch); ++bi) {
+    const std::vector<int64_t> coord = ref_unravel(bi, batch);
+    // The batch index of each operand under broadcasting.
+    auto operand_batch = [&](const Shape& own) {
+      std::vector<int64_t> c(own.size());
+      for (size_t d = 0; d < own.size(); ++d) {
+        c[d] = own[d] == 1 ? 0 : coord[coord.size() - own.size() + d];
+      }
+      return ref_ravel(c, own);
+    };
+    const int64_t ia = operand_batch(batch_a.shape), ib = operand_batch(batch_b.shape);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) {
+          const double av =
+              ta ? a.values[ia * m * k + p * m + i] : a.values[ia * m * k + i * k + p];
+          const double bv =
+              tb ? b.values[ib * k * n + j * k + p] : b.values[ib * k * n + p * n + j];
+          sum += av * bv;
+        }
+        out.values[(bi * m + i) * n + j] = sum;
+      }
+    }
+  }
+  return {out};
+}
+
+ir::Attrs transposes(bool a, bool b) {
+  return {{"transpose_a", a}, {"transpose_b", b}};
+}
+
+const ir::OpRegistration kMatmul =
+    ir::define_op("matmul")
+        .arity(2)
+        .attr("transpose_a", ir::AttrKind::kBool, false, "use a's transpose")
+        .attr("transpose_b", ir::AttrKind::kBool, false, "use b's transpose")
+        .traits(Trait::kOpaque | Trait::kPure)
+        .infer(infer_matmul)
+        .kernel(matmul_kernel)
+        .reference(matmul_reference)
+        .samples({
+            sample({f32({3, 4}), f32({4, 5})}, transposes(false, false)),
+            sample({f32({4, 3}), f32({4, 5})}, transposes(true, false)),
+            sample({f32({3, 4}), f32({5, 4})}, transposes(false, true)),
+            sample({f32({4, 3}), f32({5, 4})}, transposes(true, true)),
+            sample({f32({1, 7}), f32({7, 1})}, transposes(false, false)),
+            // Several row blocks in parallel.
+            sample({f32({130, 256}), f32({256, 64})}, transposes(false, false)),
+            sample({f32({256, 130}), f32({64, 256})}, transposes(true, true)),
+        })
+        .tolerance(1e-4)
+        .doc("matrix product of two rank-2 tensors: (m, k) x (k, n) -> (m, n)");
+
+const ir::OpRegistration kBatchMatmul =
+    ir::define_op("batch_matmul")
+        .arity(2)
+        .attr("transpose_a", ir::AttrKind::kBool, false, "transpose a's last two dims")
+        .attr("transpose_b", ir::AttrKind::kBool, false, "transpose b's last two dims")
+        .traits(Trait::kOpaque | Trait::kPure)
+        .infer(infer_batch_matmul)
+        .kernel(matmul_kernel)
+        .reference(matmul_reference)
+        .samples({
+            sample({f32({2, 3, 4}), f32({2, 4, 5})}, transposes(false, false)),
+            sample({f32({2, 4, 3}), f32({1, 5, 4})}, transposes(true, true)),
+            sample({f32({3, 1, 2, 4}), f32({2, 4, 6})}, transposes(false, false)),
+            sample({f32({4, 3}), f32({2, 3, 5})}, transposes(true, false)),
+            sample({f32({2, 4, 16, 8}), f32({2, 4, 16, 8})}, transposes(false, true)),
+        })
+        .tolerance(1e-4)
+        .doc("matrix product over the last two dims; leading (batch) dims broadcast numpy-style");
+
+// bias_add(x, bias) {axis}: x + bias along one axis of x (the feature axis, last by default; 1 for
+// NCHW activations).
+std::vector<TensorType> infer_bias_add(std::span<const TensorType> in, const Attrs& attrs) {
+  check_dtype("bias_add", in[0].dtype, kFloatTypes);
+  common_dtype("bias_add", in);
+  MF_CHECK(!in[0].shape.empty(), InvalidArgument, "bias_add: x must have rank >= 1, got a scalar");
+  const int64_t axis =
+      ir::normalize_axis(ir::attr_int(attrs, "axis", "bias_add"), rank_of(in[0]), "bias_add");
+  MF_CHECK(in[1].shape.size() == 1 && in[1].shape[0] == in[0].shape[axis], InvalidArgument,
+           "bias_add: bias must have shape (", in[0].shape[axis], ") to match axis ", axis,
+           " of x ", ir::shape_to_string(in[0].shape), ", got ", ir::shape_to_string(in[1].shape));
+  return {in[0]};
+}
+
+void bias_add_kernel(const ir::KernelContext& ctx) {
+  const Shape& shape = ctx.inputs[0].type.shape;
+  const int64_t axis =
+      ir::normalize_axis(ir::attr_int(ctx.attrs, "axis", ctx.op_name), shape.size(), ctx.op_name);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int64_t channels = shape[axis];
+  ir::visit_dtype(shape.empty() ? DType::kFloat32 : ctx.inputs[0].type.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+      const T* x = ctx.inputs[0].as<T>();
+      const T* bias = ctx.inputs[1].as<T>();
+      T* y = ctx.outputs[0].as<T>();
+      const int64_t row = channels * inner;
+      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, row));
+      parallel_for(outer, grain, [&](int64_t begin, int64_t end) {
+        const Eigen::Map<const Array> b(bias, channels);
+        for (int64_t o = begin; o < end; ++o) {
+          if (inner == 1) {
+            Eigen::Map<Array>(y + o * row, channels) =
+                Eigen::Map<const Array>(x + o * row, channels) + b;
+            continue;
+          }
+          for (int64_t c = 0; c < channels; ++c) {
+            const int64_t at = o * row + c * inner;
+            Eigen::Map<Array>(y + at, inner) = Eigen::Map<const Array>(x + at, inner) + b[c];
+          }
+        }
+      });
+    } else {
+      MF_FAIL(Internal, ctx.op_name, ": no kernel for ", ir::dtype_name(ctx.inputs[0].type.dtype));
+    }
+  });
+}
+
+const ir::OpRegistration kBiasAdd =
+    ir::define_op("bias_add")
+        .arity(2)
+        .attr("axis", ir::AttrKind::kInt, int64_t{-1}, "the axis of x that bias runs along")
+        .traits(Trait::kPure | Trait::kComposite)
+        .infer(infer_bias_add)
+        .kernel(bias_add_kernel)
+        .reference([](std::span<const RefTensor> in, const Attrs& attrs) {
+          const Shape& shape = in[0].shape;
+          const int64_t rank = static_cast<int64_t>(shape.size());
+          int64_t axis = std::get<int64_t>(attrs.at("axis"));
+          if (axis < 0) axis += rank;
+          RefTensor out = in[0];
+          for (int64_t i = 0; i < static_cast<int64_t>(out.values.size()); ++i) {
+            out.values[i] += in[1].values[ref_unravel(i, shape)[axis]];
+          }
+          return std::vector<RefTensor>{out};
+        })
+        .samples({
+            sample({f32({4, 5}), f32({5})}),
+            sample({f32({2, 3, 4}), f32({4})}),
+            sample({f32({2, 3, 4, 5}), f32({3})}, {{"axis", int64_t{1}}}),
+            sample({f32({6}), f32({6})}),
+        })
+        .doc("x + bias along `axis` of x (expands to reshape + add)");
+
+}  // namespace
+}  // namespace mf::runtime::ops

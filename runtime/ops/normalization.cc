@@ -1,0 +1,340 @@
+// softmax and log_softmax {axis}, layer_norm(x, gamma, beta) {begin_norm_axis, epsilon} and
+// batch_norm(x, scale, bias, mean, var) {epsilon} for inference. All are composites (fusion may
+// expand them into reduce + elementwise ops), but run here as single row-wise kernels.
+//
+// layer_norm returns y only (not MindSpore's extra mean and rstd outputs, which only training
+// needs).
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/ops/op_util.h"
+#include "runtime/ops/reference.h"
+#include "runtime/parallel.h"
+
+namespace mf::runtime::ops {
+namespace {
+
+using ir::Trait;
+
+template <typename T>
+using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+template <typename T>
+using Block = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+constexpr int64_t kTarget = int64_t{1} << 15;  // elements per parallel chunk
+
+int64_t grain_for(int64_t row) {
+  return std::max<int64_t>(1, kTarget / std::max<int64_t>(1, row));
+}
+
+// Calls fn(T{}) for Float32 / Float64 only, so each kernel is instantiated twice, not five times.
+template <typename Fn>
+void visit_float(DType dtype, Fn&& fn) {
+  if (dtype == DType::kFloat64) {
+    fn(double{});
+  } else {
+    fn(float{});
+  }
+}
+
+// ---- softmax / log_softmax ----
+
+std::vector<TensorType> infer_softmax(std::string_view op, std::span<const TensorType> in,
+                                      const Attrs& attrs) {
+  check_dtype(op, in[0].dtype, kFloatTypes);
+  MF_CHECK(!in[0].shape.empty(), InvalidArgument, op, ": x must have rank >= 1, got a scalar");
+  ir::normalize_axis(ir::attr_int(attrs, "axis", op), rank_of(in[0]), op);
+  return {in[0]};
+}
+
+// (outer, length, inner) around `axis`.
+std::array<int64_t, 3> split_at_axis(const Shape& shape, int64_t axis) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  return {outer, shape[axis], inner};
+}
+
+template <bool Log>
+void softmax_kernel(const ir::KernelContext& ctx) {
+  const Shape& shape = ctx.inputs[0].type.shape;
+  const int64_t axis =
+      ir::normalize_axis(ir::attr_int(ctx.attrs, "axis", ctx.op_name), shape.size(), ctx.op_name);
+  const auto [outer, length, inner] = split_at_axis(shape, axis);
+  visit_float(ctx.inputs[0].type.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = ctx.inputs[0].as<T>();
+    T* y = ctx.outputs[0].as<T>();
+    const int64_t block = length * inner;
+    parallel_for(outer, grain_for(block), [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        if (inner == 1) {
+          const Eigen::Map<const Array<T>> in(x + o * length, length);
+          Eigen::Map<Array<T>> out(y + o * length, length);
+          const T max = in.maxCoeff();
+          if constexpr (Log) {
+            out = in - max;
+            out -= std::log(out.exp().sum());
+          } else {
+            out = (in - max).exp();
+            out /= out.sum();
+          }
+          continue;
+        }
+        // The axis runs down the rows of a (length, inner) block: reduce column-wise.
+        const Eigen::Map<const Block<T>> in(x + o * block, length, inner);
+        Eigen::Map<Block<T>> out(y + o * block, length, inner);
+        const Eigen::Array<T, 1, Eigen::Dynamic> max = in.colwise().maxCoeff();
+        out = in.rowwise() - max;
+        if constexpr (Log) {
+          const Eigen::Array<T, 1, Eigen::Dynamic> lse = out.exp().colwise().sum().log();
+          out.rowwise() -= lse;
+        } else {
+          out = out.exp();
+          const Eigen::Array<T, 1, Eigen::Dynamic> sum = out.colwise().sum();
+          out.rowwise() /= sum;
+        }
+      }
+    });
+  });
+}
+
+template <bool Log>
+std::vector<RefTensor> softmax_reference(std::span<const RefTensor> in, const Attrs& attrs) {
+  const Shape& shape = in[0].shape;
+  int64_t axis = std::get<int64_t>(attrs.at("axis"));
+  if (axis < 0) axis += static_cast<int64_t>(shape.size());
+  const auto [outer, length, inner] = split_at_axis(shape, axis);
+  RefTensor out = in[0];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t l) { return (o * length + l) * inner + i; };
+      double max = -INFINITY;
+      for (int64_t l = 0; l < length; ++l) max = std::max(max, in[0].values[at(l)]);
+      double sum = 0;
+      for (int64_t l = 0; l < length; ++l) sum += std::exp(in[0].values[at(l)] - max);
+      for (int64_t l = 0; l < length; ++l) {
+        const double shifted = in[0].values[at(l)] - max;
+        out.values[at(l)] = Log ? shifted - std::log(sum) : std::exp(shifted) / sum;
+      }
+    }
+  return {out};
+}
+
+std::vector<ir::OpSample> softmax_samples() {
+  return {
+      sample({f32({3, 5})}),
+      sample({f32({7})}),
+      sample({f32({2, 3, 4})}, {{"axis", int64_t{1}}}),
+      sample({f32({2, 3, 4})}, {{"axis", int64_t{0}}}),
+      sample({f32({64, 1000})}, {{"axis", int64_t{-1}}}, -8.0, 8.0),
+  };
+}
+
+const ir::OpRegistration kSoftmax =
+    ir::define_op("softmax")
+        .arity(1)
+        .attr("axis", ir::AttrKind::kInt, int64_t{-1}, "the axis that sums to 1")
+        .traits(Trait::kPure | Trait::kComposite)
+        .infer([](std::span<const TensorType> in, const Attrs& attrs) {
+          return infer_softmax("softmax", in, attrs);
+        })
+        .kernel(softmax_kernel<false>)
+        .reference(softmax_reference<false>)
+        .samples(softmax_samples())
+        .doc(
+            "exp(x - max) / sum(exp(x - max)) along axis (expands to reduce_max, sub, exp, "
+            "reduce_sum, div)");
+
+const ir::OpRegistration kLogSoftmax =
+    ir::define_op("log_softmax")
+        .arity(1)
+        .attr("axis", ir::AttrKind::kInt, int64_t{-1}, "the axis to normalize along")
+        .traits(Trait::kPure | Trait::kComposite)
+        .infer([](std::span<const TensorType> in, const Attrs& attrs) {
+          return infer_softmax("log_softmax", in, attrs);
+        })
+        .kernel(softmax_kernel<true>)
+        .reference(softmax_reference<true>)
+        .samples(softmax_samples())
+        .tolerance(1e-5)
+        .doc("x - max - log(sum(exp(x - max))) along axis");
+
+// ---- layer_norm ----
+
+std::vector<TensorType> infer_layer_norm(std::span<const TensorType> in, const Attrs& attrs) {
+  check_dtype("layer_norm", in[0].dtype, kFloatTypes);
+  common_dtype("layer_norm", in);
+  MF_CHECK(!in[0].shape.empty(), InvalidArgument,
+           "layer_norm: x must have rank >= 1, got a scalar");
+  const int64_t begin = ir::normalize_axis(ir::attr_int(attrs, "begin_norm_axis", "layer_norm"),
+                                           rank_of(in[0]), "layer_norm");
+  const Shape norm(in[0].shape.begin() + begin, in[0].shape.end());
+  for (size_t i = 1; i < 3; ++i) {
+    MF_CHECK(in[i].shape == norm, InvalidArgument, "layer_norm: ", i == 1 ? "gamma" : "beta",
+             " must have the normalized shape ", ir::shape_to_string(norm), " (x ",
+             ir::shape_to_string(in[0].shape), " from begin_norm_axis ", begin, "), got ",
+             ir::shape_to_string(in[i].shape));
+  }
+  MF_CHECK(ir::attr_float(attrs, "epsilon", "layer_norm") >= 0, InvalidArgument,
+           "layer_norm: epsilon must be >= 0");
+  return {in[0]};
+}
+
+void layer_norm_kernel(const ir::KernelContext& ctx) {
+  const Shape& shape = ctx.inputs[0].type.shape;
+  const int64_t begin = ir::normalize_axis(ir::attr_int(ctx.attrs, "begin_norm_axis", ctx.op_name),
+                                           shape.size(), ctx.op_name);
+  const double epsilon = ir::attr_float(ctx.attrs, "epsilon", ctx.op_name);
+  int64_t rows = 1;
+  for (int64_t d = 0; d < begin; ++d) rows *= shape[d];
+  const int64_t width = rows == 0 ? 0 : ctx.inputs[0].size() / rows;
+  visit_float(ctx.inputs[0].type.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = ctx.inputs[0].as<T>();
+    const Eigen::Map<const Array<T>> gamma(ctx.inputs[1].as<T>(), width);
+    const Eigen::Map<const Array<T>> beta(ctx.inputs[2].as<T>(), width);
+    T* y = ctx.outputs[0].as<T>();
+    parallel_for(rows, grain_for(width), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const Eigen::Map<const Array<T>> in(x + r * width, width);
+        Eigen::Map<Array<T>> out(y + r * width, width);
+        // Two passes (mean, then the centred second moment): stable where E[x^2] - E[x]^2 is not.
+        const T mean = in.sum() / static_cast<T>(width);
+        out = in - mean;
+        const T var = out.square().sum() / static_cast<T>(width);
+        const T rstd = T(1) / std::sqrt(var + static_cast<T>(epsilon));
+        out = out * rstd * gamma + beta;
+      }
+    });
+  });
+}
+
+std::vector<RefTensor> layer_norm_reference(std::span<const RefTensor> in, const Attrs& attrs) {
+  const Shape& shape = in[0].shape;
+  int64_t begin = std::get<int64_t>(attrs.at("begin_norm_axis"));
+  if (begin < 0) begin += static_cast<int64_t>(shape.size());
+  const double epsilon = std::get<double>(attrs.at("epsilon"));
+  const int64_t width = ir::num_elements(Shape(shape.begin() + begin, shape.end()));
+  const int64_t rows = ir::num_elements(shape) / width;
+  RefTensor out = in[0];
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < width; ++i) mean += in[0].values[r * width + i];
+    mean /= width;
+    for (int64_t i = 0; i < width; ++i) {
+      const double d = in[0].values[r * width + i] - mean;
+      var += d * d;
+    }
+    var /= width;
+    for (int64_t i = 0; i < width; ++i) {
+      out.values[r * width + i] =
+          (in[0].values[r * width + i] - mean) / std::sqrt(var + epsilon) * in[1].values[i] +
+          in[2].values[i];
+    }
+  }
+  return {out};
+}
+
+const ir::OpRegistration kLayerNorm =
+    ir::define_op("layer_norm")
+        .arity(3)
+        .attr("begin_norm_axis", ir::AttrKind::kInt, int64_t{-1},
+              "normalize over axes [begin_norm_axis, rank)")
+        .attr("epsilon", ir::AttrKind::kFloat, 1e-5, "added to the variance")
+        .traits(Trait::kPure | Trait::kComposite)
+        .infer(infer_layer_norm)
+        .kernel(layer_norm_kernel)
+        .reference(layer_norm_reference)
+        .samples({
+            sample({f32({4, 8}), f32({8}), f32({8})}),
+            sample({f32({2, 3, 4}), f32({3, 4}), f32({3, 4})}, {{"begin_norm_axis", int64_t{1}}}),
+            sample({f32({5}), f32({5}), f32({5})}),
+            sample({f32({16, 256}), f32({256}), f32({256})}, {{"epsilon", 1e-6}}),
+        })
+        .tolerance(1e-4)
+        .doc(
+            "(x - mean) / sqrt(var + epsilon) * gamma + beta over the trailing axes; returns y "
+            "only");
+
+// ---- batch_norm (inference) ----
+
+std::vector<TensorType> infer_batch_norm(std::span<const TensorType> in, const Attrs& attrs) {
+  check_dtype("batch_norm", in[0].dtype, kFloatTypes);
+  common_dtype("batch_norm", in);
+  MF_CHECK(in[0].shape.size() >= 2, InvalidArgument,
+           "batch_norm: x must be (N, C, ...) with rank >= 2, got ",
+           ir::shape_to_string(in[0].shape));
+  static constexpr const char* kNames[] = {"x", "scale", "bias", "mean", "var"};
+  for (size_t i = 1; i < 5; ++i) {
+    MF_CHECK(in[i].shape == Shape{in[0].shape[1]}, InvalidArgument, "batch_norm: ", kNames[i],
+             " must have shape (", in[0].shape[1], ") for the channels of x ",
+             ir::shape_to_string(in[0].shape), ", got ", ir::shape_to_string(in[i].shape));
+  }
+  MF_CHECK(ir::attr_float(attrs, "epsilon", "batch_norm") >= 0, InvalidArgument,
+           "batch_norm: epsilon must be >= 0");
+  return {in[0]};
+}
+
+void batch_norm_kernel(const ir::KernelContext& ctx) {
+  const Shape& shape = ctx.inputs[0].type.shape;
+  const double epsilon = ir::attr_float(ctx.attrs, "epsilon", ctx.op_name);
+  const int64_t batch = shape[0], channels = shape[1];
+  const int64_t inner = ir::num_elements(Shape(shape.begin() + 2, shape.end()));
+  visit_float(ctx.inputs[0].type.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = ctx.inputs[0].as<T>();
+    T* y = ctx.outputs[0].as<T>();
+    // Fold the four per-channel vectors into one multiply-add per element.
+    std::vector<T> mul(channels), add(channels);
+    for (int64_t c = 0; c < channels; ++c) {
+      const T s =
+          ctx.inputs[1].as<T>()[c] / std::sqrt(ctx.inputs[4].as<T>()[c] + static_cast<T>(epsilon));
+      mul[c] = s;
+      add[c] = ctx.inputs[2].as<T>()[c] - ctx.inputs[3].as<T>()[c] * s;
+    }
+    parallel_for(batch * channels, grain_for(inner), [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const int64_t c = p % channels;
+        Eigen::Map<Array<T>>(y + p * inner, inner) =
+            Eigen::Map<const Array<T>>(x + p * inner, inner) * mul[c] + add[c];
+      }
+    });
+  });
+}
+
+const ir::OpRegistration kBatchNorm =
+    ir::define_op("batch_norm")
+        .arity(5)
+        .attr("epsilon", ir::AttrKind::kFloat, 1e-5, "added to the variance")
+        .traits(Trait::kPure | Trait::kComposite)
+        .infer(infer_batch_norm)
+        .kernel(batch_norm_kernel)
+        .reference([](std::span<const RefTensor> in, const Attrs& attrs) {
+          const double epsilon = std::get<double>(attrs.at("epsilon"));
+          const Shape& shape = in[0].shape;
+          RefTensor out = in[0];
+          for (int64_t i = 0; i < static_cast<int64_t>(out.values.size()); ++i) {
+            const int64_t c = ref_unravel(i, shape)[1];
+            out.values[i] = (in[0].values[i] - in[3].values[c]) /
+                                std::sqrt(in[4].values[c] + epsilon) * in[1].values[c] +
+                            in[2].values[c];
+          }
+          return std::vector<RefTensor>{out};
+        })
+        .samples({
+            // The variance must be positive; drawing every input from (0.1, 2) keeps it so.
+            sample({f32({2, 3, 4, 5}), f32({3}), f32({3}), f32({3}), f32({3})}, {}, 0.1, 2.0),
+            sample({f32({4, 6}), f32({6}), f32({6}), f32({6}), f32({6})}, {{"epsilon", 1e-3}}, 0.1,
+                   2.0),
+        })
+        .tolerance(1e-4)
+        .doc(
+            "inference batch norm of (N, C, ...) x: (x - mean) / sqrt(var + epsilon) * scale + "
+            "bias");
+
+}  // namespace
+}  // namespace mf::runtime::ops

@@ -1,0 +1,290 @@
+// reduce_sum, reduce_mean, reduce_max, reduce_min {axes, keep_dims}. Empty axes reduce everything.
+//
+// Every reduction runs in a fixed order that depends only on the shapes (fixed blocks combined in
+// index order), so results are the same for any thread count: `deterministic` costs nothing here.
+// Reduced axes that are not one contiguous block are first moved last by a strided copy.
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "runtime/ops/op_util.h"
+#include "runtime/ops/reference.h"
+#include "runtime/ops/strided.h"
+#include "runtime/parallel.h"
+
+namespace mf::runtime::ops {
+namespace {
+
+using ir::Trait;
+
+enum class Reduction { kSum, kMean, kMax, kMin };
+
+constexpr int64_t kBlock = int64_t{1} << 15;  // elements per parallel block of a long row
+
+// The reduced axes, normalized, sorted and checked for duplicates; empty attr = all axes.
+std::vector<bool> reduced_axes(std::string_view op, const Shape& shape, const Attrs& attrs) {
+  const std::vector<int64_t>& axes = ir::attr_ints(attrs, "axes", op);
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<bool> reduced(rank, axes.empty());
+  for (int64_t axis : axes) {
+    const int64_t a = ir::normalize_axis(axis, rank, op);
+    MF_CHECK(!reduced[a], InvalidArgument, op, ": axis ", axis, " appears twice in axes ",
+             ints_to_string(axes));
+    reduced[a] = true;
+  }
+  return reduced;
+}
+
+Shape reduced_shape(const Shape& shape, const std::vector<bool>& reduced, bool keep_dims) {
+  Shape out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!reduced[d]) {
+      out.push_back(shape[d]);
+    } else if (keep_dims) {
+      out.push_back(1);
+    }
+  }
+  return out;
+}
+
+ir::InferFn infer_reduce(std::string op, std::initializer_list<DType> supported) {
+  std::vector<DType> types(supported);
+  return [op = std::move(op), types](std::span<const TensorType> in, const Attrs& attrs) {
+    bool ok = std::find(types.begin(), types.end(), in[0].dtype) != types.end();
+    if (!ok) {
+      std::string names;
+      for (DType d : types) names += (names.empty() ? "" : ", ") + std::string(ir::dtype_name(d));
+      MF_FAIL(InvalidArgument, op, " does not support ", ir::dtype_name(in[0].dtype),
+              "; supported: ", names);
+    }
+    const std::vector<bool> reduced = reduced_axes(op, in[0].shape, attrs);
+    const bool keep = ir::attr_bool(attrs, "keep_dims", op);
+    for (size_t d = 0; d < reduced.size(); ++d) {
+      MF_CHECK(!reduced[d] || in[0].shape[d] > 0 || op == "reduce_sum", InvalidArgument, op,
+               ": cannot reduce the empty axis ", d, " of ", ir::shape_to_string(in[0].shape));
+    }
+    return std::vector<TensorType>{{in[0].dtype, reduced_shape(in[0].shape, reduced, keep)}};
+  };
+}
+
+template <Reduction R, typename T>
+T combine(T a, T b) {
+  if constexpr (R == Reduction::kMax) {
+    return std::max(a, b);
+  } else if constexpr (R == Reduction::kMin) {
+    return std::min(a, b);
+  } else {
+    return a + b;
+  }
+}
+
+template <Reduction R, typename T>
+T reduce_row(const T* x, int64_t n) {
+  const Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> row(x, n);
+  if constexpr (R == Reduction::kMax) {
+    return row.maxCoeff();
+  } else if constexpr (R == Reduction::kMin) {
+    return row.minCoeff();
+  } else {
+    return row.sum();
+  }
+}
+
+// y[o, i] = reduce over r of x[o, r, i].
+template <Reduction R, typename T>
+void reduce_3d(const T* x, T* y, int64_t outer, int64_t count, int64_t inner) {
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  if (inner == 1 && outer == 1 && count > kBlock) {
+    // One long row: fixed blocks reduced in parallel, then combined in block order.
+    const int64_t blocks = (count + kBlock - 1) / kBlock;
+    std::vector<T> partial(blocks);
+    parallel_for(blocks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        partial[b] = reduce_row<R>(x + b * kBlock, std::min(kBlock, count - b * kBlock));
+      }
+    });
+    T acc = partial[0];
+    for (int64_t b = 1; b < blocks; ++b) acc = combine<R>(acc, partial[b]);
+    y[0] = acc;
+  } else if (inner == 1) {
+    const int64_t grain = std::max<int64_t>(1, kBlock / std::max<int64_t>(1, count));
+    parallel_for(outer, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) y[o] = reduce_row<R>(x + o * count, count);
+    });
+  } else {
+    // Accumulate whole rows of `inner` in r order (vectorised across inner), in column blocks.
+    const int64_t col_blocks = (inner + 4095) / 4096;
+    parallel_for(outer * col_blocks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t o = item / col_blocks;
+        const int64_t c0 = (item % col_blocks) * 4096;
+        const int64_t width = std::min<int64_t>(4096, inner - c0);
+        Eigen::Map<Array> acc(y + o * inner + c0, width);
+        const T* base = x + o * count * inner + c0;
+        acc = Eigen::Map<const Array>(base, width);
+        for (int64_t r = 1; r < count; ++r) {
+          const Eigen::Map<const Array> row(base + r * inner, width);
+          if constexpr (R == Reduction::kMax) {
+            acc = acc.max(row);
+          } else if constexpr (R == Reduction::kMin) {
+            acc = acc.min(row);
+          } else {
+            acc += row;
+          }
+        }
+      }
+    });
+  }
+}
+
+template <Reduction R>
+void reduce_kernel(const ir::KernelContext& ctx) {
+  const ir::TensorView& in = ctx.inputs[0];
+  const Shape& shape = in.type.shape;
+  const std::vector<bool> reduced = reduced_axes(ctx.op_name, shape, ctx.attrs);
+  const size_t elem = ir::dtype_size(in.type.dtype);
+
+  // Segments of axes (size-1 axes dropped) alternating kept / reduced.
+  std::vector<std::pair<bool, int64_t>> segments;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!segments.empty() && segments.back().first == reduced[d]) {
+      segments.back().second *= shape[d];
+    } else {
+      segments.push_back({reduced[d], shape[d]});
+    }
+  }
+  int64_t outer = 1, count = 1, inner = 1;
+  const void* data = in.data;
+  std::vector<char> moved;
+  int reduced_segments = 0;
+  for (const auto& s : segments) reduced_segments += s.first ? 1 : 0;
+  if (reduced_segments <= 1) {
+    bool seen = false;
+    for (const auto& [is_reduced, size] : segments) {
+      if (is_reduced) {
+        count = size;
+        seen = true;
+      } else {
+        (seen ? inner : outer) *= size;
+      }
+    }
+  } else {
+    // Move the reduced axes last: the view walks kept axes then reduced axes of the input.
+    StridedView view{in.data, {}, {}};
+    const std::vector<int64_t> strides = ir::contiguous_strides(shape);
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t d = 0; d < shape.size(); ++d) {
+        if (reduced[d] != (pass == 1)) continue;
+        view.shape.push_back(shape[d]);
+        view.strides.push_back(strides[d]);
+        (pass == 1 ? count : outer) *= shape[d];
+      }
+    }
+    moved.resize(in.size() * elem);
+    strided_copy(view, elem, moved.data());
+    data = moved.data();
+  }
+  if (ctx.outputs[0].size() == 0) return;
+  ir::visit_dtype(in.type.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool> ||
+                  (R == Reduction::kMean && !std::is_floating_point_v<T>)) {
+      MF_FAIL(Internal, ctx.op_name, ": no kernel for ", ir::dtype_name(in.type.dtype));
+    } else {
+      T* y = ctx.outputs[0].as<T>();
+      if (count == 0) {
+        std::fill(y, y + ctx.outputs[0].size(), T(0));
+        return;
+      }
+      constexpr Reduction kCore = R == Reduction::kMean ? Reduction::kSum : R;
+      reduce_3d<kCore, T>(static_cast<const T*>(data), y, outer, count, inner);
+      if constexpr (R == Reduction::kMean) {
+        const int64_t n = ctx.outputs[0].size();
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(y, n) /= static_cast<T>(count);
+      }
+    }
+  });
+}
+
+template <Reduction R>
+std::vector<RefTensor> reduce_reference(std::span<const RefTensor> in, const Attrs& attrs) {
+  const Shape& shape = in[0].shape;
+  const std::vector<bool> reduced = reduced_axes("reference", shape, attrs);
+  const bool keep = std::get<bool>(attrs.at("keep_dims"));
+  const Shape kept_shape = reduced_shape(shape, reduced, true);
+  const double init = R == Reduction::kMax ? -INFINITY : R == Reduction::kMin ? INFINITY : 0.0;
+  RefTensor acc = ref_tensor(kept_shape, init);
+  std::vector<int64_t> counts(acc.values.size(), 0);
+  for (int64_t i = 0; i < static_cast<int64_t>(in[0].values.size()); ++i) {
+    std::vector<int64_t> coord = ref_unravel(i, shape);
+    for (size_t d = 0; d < coord.size(); ++d) {
+      if (reduced[d]) coord[d] = 0;
+    }
+    const int64_t o = ref_ravel(coord, kept_shape);
+    const double v = in[0].values[i];
+    double& a = acc.values[o];
+    a = R == Reduction::kMax ? std::max(a, v) : R == Reduction::kMin ? std::min(a, v) : a + v;
+    ++counts[o];
+  }
+  if (R == Reduction::kMean) {
+    for (size_t o = 0; o < acc.values.size(); ++o) acc.values[o] /= counts[o];
+  }
+  acc.shape = reduced_shape(shape, reduced, keep);
+  return {acc};
+}
+
+ir::Attrs reduce_attrs(std::vector<int64_t> axes, bool keep_dims) {
+  return {{"axes", axes}, {"keep_dims", keep_dims}};
+}
+
+std::vector<ir::OpSample> reduce_samples() {
+  return {
+      sample({f32({3, 5})}, reduce_attrs({}, false)),
+      sample({f32({3, 5})}, reduce_attrs({1}, false)),
+      sample({f32({3, 5})}, reduce_attrs({0}, true)),
+      sample({f32({2, 3, 4})}, reduce_attrs({-1}, true)),
+      sample({f32({2, 3, 4})}, reduce_attrs({0, 2}, false)),  // non-contiguous axes
+      sample({f32({2, 3, 4, 5})}, reduce_attrs({1, 2}, true)),
+      sample({f32({7})}, reduce_attrs({0}, false)),
+      sample({f32({})}, reduce_attrs({}, false)),
+      sample({f32({100000})}, reduce_attrs({}, false)),  // parallel blocks of one long row
+      sample({f32({3, 1, 5000})}, reduce_attrs({0}, false)),
+  };
+}
+
+ir::OpBuilder declare(std::string name, std::initializer_list<DType> types, std::string doc,
+                      ir::KernelFn kernel, ir::ReferenceFn reference, double tolerance) {
+  ir::OpBuilder b = ir::define_op(name);
+  b.arity(1)
+      .attr("axes", ir::AttrKind::kInts, std::vector<int64_t>{},
+            "axes to reduce (negative counts from the end); [] = all")
+      .attr("keep_dims", ir::AttrKind::kBool, false, "keep reduced axes as size 1")
+      .traits(Trait::kReduce | Trait::kPure)
+      .infer(infer_reduce(name, types))
+      .kernel(std::move(kernel))
+      .reference(std::move(reference))
+      .samples(reduce_samples())
+      .tolerance(tolerance)
+      .doc(std::move(doc));
+  return b;
+}
+
+const ir::OpRegistration kReduceSum =
+    declare("reduce_sum", kNumericTypes, "sum over axes", reduce_kernel<Reduction::kSum>,
+            reduce_reference<Reduction::kSum>, 1e-4);
+const ir::OpRegistration kReduceMean =
+    declare("reduce_mean", kFloatTypes, "mean over axes", reduce_kernel<Reduction::kMean>,
+            reduce_reference<Reduction::kMean>, 1e-5);
+const ir::OpRegistration kReduceMax =
+    declare("reduce_max", kNumericTypes, "maximum over axes", reduce_kernel<Reduction::kMax>,
+            reduce_reference<Reduction::kMax>, 1e-6);
+const ir::OpRegistration kReduceMin =
+    declare("reduce_min", kNumericTypes, "minimum over axes", reduce_kernel<Reduction::kMin>,
+            reduce_reference<Reduction::kMin>, 1e-6);
+
+}  // namespace
+}  // namespace mf::runtime::ops

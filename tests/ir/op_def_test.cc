@@ -62,7 +62,7 @@ TEST(OpDefTest, NotFoundSuggestsClosestNames) {
 
 TEST(OpDefTest, DuplicateRegistrationIsInternal) {
   try {
-    OpRegistration again = define_op("test_scale").arity(1).infer(same_as_first);
+    [[maybe_unused]] OpRegistration again = define_op("test_scale").arity(1).infer(same_as_first);
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInternal);

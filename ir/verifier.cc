@@ -1,0 +1,218 @@
+#include "ir/verifier.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "base/error.h"
+#include "ir/printer.h"
+
+namespace mf::ir {
+
+namespace {
+
+// Attributes holding a subgraph's name, by convention: "graph", or ending in "_graph" or "_branch".
+bool names_subgraph(std::string_view attr) {
+  return attr == "graph" || attr.ends_with("_graph") || attr.ends_with("_branch");
+}
+
+class Verifier {
+ public:
+  explicit Verifier(const Graph& graph) : graph_(graph) {}
+
+  void run() {
+    size_t i = 0;
+    for (const Node& node : graph_.nodes()) position_[&node] = i++;
+    for (size_t p = 0; p < graph_.num_parameters(); ++p) parameters_.insert(graph_.parameter(p));
+    for (size_t c = 0; c < graph_.num_constants(); ++c) constants_.insert(graph_.constant(c));
+
+    for (const Node& node : graph_.nodes()) check_operands(node);
+    check_outputs();
+    check_use_lists();
+    check_order();
+    for (const Node& node : graph_.nodes()) {
+      check_types(node);
+      check_subgraph_refs(node);
+    }
+    for (const Graph* sub : graph_.subgraphs()) {
+      try {
+        Verifier(*sub).run();
+      } catch (Error& e) {
+        e.add_context("in subgraph @" + sub->name());
+        throw;
+      }
+    }
+  }
+
+ private:
+  std::string where(const Node& node) const { return describe_node(graph_, node); }
+
+  // A value is in this graph when its owner is one of ours; never dereference it otherwise.
+  bool owned(const Value& v) const {
+    switch (v.kind()) {
+      case ValueKind::kParameter:
+        return parameters_.count(v.parameter()) != 0;
+      case ValueKind::kConstant:
+        return constants_.count(v.constant()) != 0;
+      case ValueKind::kNode:
+        return position_.count(v.node()) != 0 && v.index() < v.node()->num_outputs();
+      case ValueKind::kNone:
+        return false;
+    }
+    return false;
+  }
+
+  void check_operands(const Node& node) {
+    for (size_t i = 0; i < node.num_inputs(); ++i) {
+      MF_CHECK(owned(node.input(i)), Internal, where(node), ": operand ", i,
+               " is not a value of graph @", graph_.name(), " (dangling use)");
+    }
+  }
+
+  void check_outputs() {
+    for (size_t i = 0; i < graph_.outputs().size(); ++i) {
+      MF_CHECK(owned(graph_.outputs()[i]), InvalidArgument, "graph @", graph_.name(), ": output ",
+               i, " is not defined in the graph");
+    }
+  }
+
+  // Every operand and graph output appears exactly once in its value's use list, and nothing else
+  // does.
+  void check_use_lists() {
+    std::unordered_map<Value, std::vector<Use>, ValueHash> expected;
+    for (const Node& node : graph_.nodes()) {
+      for (size_t i = 0; i < node.num_inputs(); ++i) {
+        expected[node.input(i)].push_back(Use{const_cast<Node*>(&node), i});
+      }
+    }
+    for (size_t i = 0; i < graph_.outputs().size(); ++i) {
+      expected[graph_.outputs()[i]].push_back(Use{nullptr, i});
+    }
+    auto compare = [&](const Value& v, const UseList& actual, const std::string& what) {
+      std::vector<Use> want = expected[v];
+      std::vector<Use> have = actual;
+      auto key = [](const Use& u) { return std::pair(u.user, u.operand); };
+      auto less = [&](const Use& a, const Use& b) { return key(a) < key(b); };
+      std::sort(want.begin(), want.end(), less);
+      std::sort(have.begin(), have.end(), less);
+      MF_CHECK(want == have, Internal, what, ": use list has ", have.size(),
+               " entries but the graph has ", want.size(), " uses (use lists out of sync)");
+    };
+    for (size_t p = 0; p < graph_.num_parameters(); ++p) {
+      Parameter* param = graph_.parameter(p);
+      compare(Value(param), param->uses(), "parameter '" + param->name() + "'");
+    }
+    for (size_t c = 0; c < graph_.num_constants(); ++c) {
+      Constant* constant = graph_.constant(c);
+      compare(Value(constant), constant->uses(), detail::str_cat("constant %const", c + 1));
+    }
+    for (const Node& node : graph_.nodes()) {
+      for (size_t k = 0; k < node.num_outputs(); ++k) {
+        compare(Value(const_cast<Node*>(&node), k), node.uses(k),
+                detail::str_cat(where(node), " output ", k));
+      }
+    }
+  }
+
+  // Cycles first (a clearer message), then operands defined after their user.
+  void check_order() {
+    check_acyclic();
+    for (const Node& node : graph_.nodes()) {
+      for (size_t i = 0; i < node.num_inputs(); ++i) {
+        const Node* def = node.input(i).node();
+        if (def == nullptr) continue;
+        MF_CHECK(position_.at(def) < position_.at(&node), Internal, where(node), ": operand ", i,
+                 " is defined after its use");
+      }
+    }
+  }
+
+  // Kahn's algorithm; what it cannot schedule sits on or behind a cycle. Every such node has an
+  // unscheduled operand, so walking operands from one must come back to a node already seen.
+  void check_acyclic() {
+    std::unordered_map<const Node*, size_t> pending;
+    std::vector<const Node*> ready;
+    for (const Node& node : graph_.nodes()) {
+      size_t n = 0;
+      for (const Value& v : node.inputs()) n += v.node() != nullptr ? 1 : 0;
+      pending[&node] = n;
+      if (n == 0) ready.push_back(&node);
+    }
+    size_t done = 0;
+    while (!ready.empty()) {
+      const Node* node = ready.back();
+      ready.pop_back();
+      ++done;
+      for (size_t k = 0; k < node->num_outputs(); ++k) {
+        for (const Use& use : node->uses(k)) {
+          if (use.user != nullptr && --pending[use.user] == 0) ready.push_back(use.user);
+        }
+      }
+    }
+    if (done == graph_.num_nodes()) return;
+    const Node* walk = nullptr;
+    for (const Node& node : graph_.nodes()) {
+      if (pending[&node] != 0) {
+        walk = &node;
+        break;
+      }
+    }
+    std::unordered_set<const Node*> seen;
+    while (walk != nullptr && seen.insert(walk).second) {
+      const Node* next = nullptr;
+      for (const Value& v : walk->inputs()) {
+        if (v.node() != nullptr && pending[v.node()] != 0) next = v.node();
+      }
+      walk = next;
+    }
+    MF_FAIL(Internal, walk == nullptr ? std::string("graph @") + graph_.name() : where(*walk),
+            ": is on a dependency cycle");
+  }
+
+  void check_types(const Node& node) {
+    MF_CHECK(node.def() != nullptr, InvalidArgument, where(node), ": op '", node.op(),
+             "' is not registered");
+    std::vector<TensorType> inputs;
+    for (const Value& v : node.inputs()) inputs.push_back(v.type());
+    Attrs attrs = node.attrs();
+    std::vector<TensorType> inferred;
+    try {
+      inferred = node.def()->infer_types(inputs, attrs);
+    } catch (Error& e) {
+      e.add_context("at " + where(node));
+      throw;
+    }
+    MF_CHECK(attrs == node.attrs(), InvalidArgument, where(node),
+             ": attributes are incomplete (defaults not filled in)");
+    MF_CHECK(inferred.size() == node.num_outputs(), InvalidArgument, where(node), ": has ",
+             node.num_outputs(), " outputs but inference gives ", inferred.size());
+    for (size_t k = 0; k < inferred.size(); ++k) {
+      MF_CHECK(inferred[k] == node.output_type(k), InvalidArgument, where(node), ": output ", k,
+               " is stored as ", type_to_string(node.output_type(k)), " but inference gives ",
+               type_to_string(inferred[k]));
+    }
+  }
+
+  void check_subgraph_refs(const Node& node) {
+    for (const auto& [name, value] : node.attrs()) {
+      if (!names_subgraph(name)) continue;
+      const auto* target = std::get_if<std::string>(&value);
+      if (target == nullptr) continue;
+      MF_CHECK(graph_.resolve_subgraph(*target) != nullptr, InvalidArgument, where(node),
+               ": attribute '", name, "' names subgraph @", *target, ", which does not exist");
+    }
+  }
+
+  const Graph& graph_;
+  std::unordered_map<const Node*, size_t> position_;
+  std::unordered_set<const Parameter*> parameters_;
+  std::unordered_set<const Constant*> constants_;
+};
+
+}  // namespace
+
+void verify(const Graph& graph) {
+  Verifier(graph).run();
+}
+
+}  // namespace mf::ir

@@ -4,12 +4,18 @@ namespace mf {
 
 std::string_view error_kind_name(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidArgument: return "InvalidArgument";
-    case ErrorKind::kNotFound: return "NotFound";
-    case ErrorKind::kOutOfMemory: return "OutOfMemory";
-    case ErrorKind::kUnsupported: return "Unsupported";
-    case ErrorKind::kDataLoss: return "DataLoss";
-    case ErrorKind::kInternal: return "Internal";
+    case ErrorKind::kInvalidArgument:
+      return "InvalidArgument";
+    case ErrorKind::kNotFound:
+      return "NotFound";
+    case ErrorKind::kOutOfMemory:
+      return "OutOfMemory";
+    case ErrorKind::kUnsupported:
+      return "Unsupported";
+    case ErrorKind::kDataLoss:
+      return "DataLoss";
+    case ErrorKind::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }
@@ -32,7 +38,8 @@ void Error::rebuild() {
 
 namespace detail {
 void throw_error(ErrorKind kind, std::string message, const char* file, int line) {
-  // Internal errors are our bugs: the source position helps whoever fixes it. User errors stay clean.
+  // Internal errors are our bugs: the source position helps whoever fixes it. User errors stay
+  // clean.
   if (kind == ErrorKind::kInternal) {
     message += str_cat(" (internal error at ", file, ":", line, "; please report it)");
   }

@@ -1,6 +1,7 @@
 #pragma once
-// One exception family for the whole engine, as in PyTorch's c10: mf::Error carries a kind, a message
-// that says what was wrong and what to do, and context lines added as it travels up (pass, op, file).
+// One exception family for the whole engine, as in PyTorch's c10: mf::Error carries a kind, a
+// message that says what was wrong and what to do, and context lines added as it travels up (pass,
+// op, file).
 
 #include <sstream>
 #include <stdexcept>
@@ -57,14 +58,14 @@ std::string str_cat(const Args&... args) {
 
 }  // namespace mf
 
-// MF_CHECK(cond, Kind, parts...): throws mf::Error of ErrorKind::k##Kind with the parts streamed together
-// when cond is false. The one way to raise a user-facing error.
-#define MF_CHECK(cond, kind, ...)                                                                 \
-  do {                                                                                            \
-    if (!(cond)) [[unlikely]] {                                                                   \
-      ::mf::detail::throw_error(::mf::ErrorKind::k##kind, ::mf::detail::str_cat(__VA_ARGS__),     \
-                                __FILE__, __LINE__);                                              \
-    }                                                                                             \
+// MF_CHECK(cond, Kind, parts...): throws mf::Error of ErrorKind::k##Kind with the parts streamed
+// together when cond is false. The one way to raise a user-facing error.
+#define MF_CHECK(cond, kind, ...)                                                             \
+  do {                                                                                        \
+    if (!(cond)) [[unlikely]] {                                                               \
+      ::mf::detail::throw_error(::mf::ErrorKind::k##kind, ::mf::detail::str_cat(__VA_ARGS__), \
+                                __FILE__, __LINE__);                                          \
+    }                                                                                         \
   } while (false)
 
 // MF_FAIL(Kind, parts...): the same, unconditionally (for the end of a switch or a lookup miss).

@@ -23,9 +23,11 @@ spdlog::logger& logger() {
 
 spdlog::level::level_enum parse_level(std::string_view name) {
   std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   if (lower == "warning") lower = "warn";
-  static constexpr std::string_view kNames[] = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+  static constexpr std::string_view kNames[] = {"trace", "debug",    "info", "warn",
+                                                "error", "critical", "off"};
   for (size_t i = 0; i < std::size(kNames); ++i) {
     if (lower == kNames[i]) return static_cast<spdlog::level::level_enum>(i);
   }
@@ -33,7 +35,9 @@ spdlog::level::level_enum parse_level(std::string_view name) {
           "' is not recognized; use one of trace, debug, info, warn, error, critical, off");
 }
 
-void set_level(spdlog::level::level_enum level) { logger().set_level(level); }
+void set_level(spdlog::level::level_enum level) {
+  logger().set_level(level);
+}
 
 void warn_once(std::string_view key, std::string_view message) {
   static std::mutex mutex;

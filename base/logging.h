@@ -11,7 +11,8 @@ namespace mf::log {
 // The engine's logger; created on first use, writing to stderr.
 spdlog::logger& logger();
 
-// Parses "trace|debug|info|warn|error|critical|off" (case-insensitive); throws InvalidArgument otherwise.
+// Parses "trace|debug|info|warn|error|critical|off" (case-insensitive); throws InvalidArgument
+// otherwise.
 spdlog::level::level_enum parse_level(std::string_view name);
 void set_level(spdlog::level::level_enum level);
 
@@ -32,7 +33,8 @@ void error(spdlog::format_string_t<Args...> fmt, Args&&... args) {
   logger().error(fmt, std::forward<Args>(args)...);
 }
 
-// Warns once per distinct key for the life of the process (deprecated keys, keys without effect on CPU).
+// Warns once per distinct key for the life of the process (deprecated keys, keys without effect on
+// CPU).
 void warn_once(std::string_view key, std::string_view message);
 
 }  // namespace mf::log

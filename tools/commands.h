@@ -26,9 +26,11 @@ void apply_global_options(const GlobalOptions& options);
 using AddCommand = void (*)(CLI::App& app, GlobalOptions& options);
 
 void add_context_command(CLI::App& app, GlobalOptions& options);
+void add_run_command(CLI::App& app, GlobalOptions& options);  // run, nets
 
 inline constexpr AddCommand kCommands[] = {
     add_context_command,
+    add_run_command,
 };
 
 }  // namespace mf::tools

@@ -1,5 +1,6 @@
-// The `mf` command: global options, the subcommands of tools/commands.h, and the exit-status contract:
-// 0 success, 1 a user error (one "error: ..." line on stderr), 2 a usage error. Never a crash.
+// The `mf` command: global options, the subcommands of tools/commands.h, and the exit-status
+// contract: 0 success, 1 a user error (one "error: ..." line on stderr), 2 a usage error. Never a
+// crash.
 
 #include <cstdlib>
 #include <iostream>
@@ -12,15 +13,19 @@
 namespace mf::tools {
 
 void add_global_options(CLI::App& app, GlobalOptions& options) {
-  app.add_option("--set", options.sets, "Set a context key: key=value (dotted sub-keys: jit_config.jit_level=O1)")
+  app.add_option("--set", options.sets,
+                 "Set a context key: key=value (dotted sub-keys: jit_config.jit_level=O1)")
       ->type_name("KEY=VALUE")
       ->take_all()
       ->allow_extra_args(false);
-  app.add_option("--context", options.context_file, "Load context values from a JSON file")->type_name("FILE");
+  app.add_option("--context", options.context_file, "Load context values from a JSON file")
+      ->type_name("FILE");
   app.add_option("--mode", options.mode, "Execution mode: graph or pynative")
-      ->check(CLI::IsMember({"graph", "pynative", "GRAPH_MODE", "PYNATIVE_MODE"}, CLI::ignore_case));
-  app.add_option("--log-level", options.log_level,
-                 "trace, debug, info, warn, error, critical or off (default: MF_LOG_LEVEL, else warn)");
+      ->check(
+          CLI::IsMember({"graph", "pynative", "GRAPH_MODE", "PYNATIVE_MODE"}, CLI::ignore_case));
+  app.add_option(
+      "--log-level", options.log_level,
+      "trace, debug, info, warn, error, critical or off (default: MF_LOG_LEVEL, else warn)");
 }
 
 void apply_global_options(const GlobalOptions& options) {
@@ -29,14 +34,18 @@ void apply_global_options(const GlobalOptions& options) {
   } else if (const char* env = std::getenv("MF_LOG_LEVEL"); env != nullptr && *env != '\0') {
     log::set_level(log::parse_level(env));
   }
-  // Everything below is applied as one all-or-nothing change, so a bad --set leaves the file's values out too.
+  // Everything below is applied as one all-or-nothing change, so a bad --set leaves the file's
+  // values out too.
   context::Json change = context::Json::object();
   if (!options.context_file.empty()) change.update(context::read_json_file(options.context_file));
   if (!options.mode.empty()) {
-    const bool graph = options.mode == "graph" || options.mode == "GRAPH_MODE" || options.mode == "GRAPH";
+    const bool graph =
+        options.mode == "graph" || options.mode == "GRAPH_MODE" || options.mode == "GRAPH";
     change["mode"] = graph ? "GRAPH_MODE" : "PYNATIVE_MODE";
   }
-  for (const auto& [key, value] : context::parse_assignments(options.sets).items()) {
+  // Held in a local: items() of a temporary would dangle inside the loop.
+  const context::Json assignments = context::parse_assignments(options.sets);
+  for (const auto& [key, value] : assignments.items()) {
     if (change.contains(key) && change[key].is_object() && value.is_object()) {
       change[key].update(value);
     } else {

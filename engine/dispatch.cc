@@ -1,0 +1,78 @@
+#include "engine/dispatch.h"
+
+#include <algorithm>
+
+#include "engine/engine_state.h"
+#include "engine/scope.h"
+#include "ir/op_def.h"
+#include "runtime/eager_executor.h"
+
+namespace mf::engine {
+namespace {
+
+std::string describe_types(std::span<const ir::TensorType> types) {
+  std::string text;
+  for (const auto& t : types) text += (text.empty() ? "" : ", ") + ir::type_to_string(t);
+  return "(" + text + ")";
+}
+
+}  // namespace
+
+std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs, ir::Attrs attrs,
+                            std::source_location where) {
+  const auto policy = current_policy();
+  const ir::OpDef& def = ir::get_op(op);
+  const std::string call_site = runtime::format_call_site(where);
+
+  std::vector<ir::TensorType> input_types;
+  input_types.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    MF_CHECK(inputs[i].defined(), InvalidArgument, op, ": input ", i, " is an undefined tensor");
+    input_types.push_back(inputs[i].type());
+  }
+  std::vector<ir::TensorType> output_types;
+  try {
+    output_types = def.infer_types(input_types, attrs);
+  } catch (Error& e) {
+    e.add_context("in op '" + std::string(op) + "' with inputs " + describe_types(input_types) +
+                  " at scope " + current_scope() + ", called from " + call_site);
+    throw;
+  }
+
+  std::vector<Tensor> outputs;
+  outputs.reserve(output_types.size());
+  for (const auto& type : output_types) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->type = type;
+    const size_t bytes = size_t(ir::num_elements(type.shape)) * ir::dtype_size(type.dtype);
+    impl->buffer = runtime::default_pool().allocate(std::max<size_t>(bytes, 1), op);
+    outputs.emplace_back(std::move(impl));
+  }
+
+  // The task owns what it touches: inputs stay alive until the kernel has run, whatever the caller
+  // does.
+  std::vector<std::shared_ptr<TensorImpl>> input_impls, output_impls;
+  for (const auto& t : inputs) input_impls.push_back(t.impl());
+  for (const auto& t : outputs) output_impls.push_back(t.impl());
+  auto task = [&def, attrs = std::move(attrs), input_impls = std::move(input_impls),
+               output_impls = std::move(output_impls),
+               deterministic = policy->deterministic.value] {
+    std::vector<ir::TensorView> in, out;
+    in.reserve(input_impls.size());
+    out.reserve(output_impls.size());
+    for (const auto& impl : input_impls) in.push_back({impl->buffer->data(), impl->type});
+    for (const auto& impl : output_impls) out.push_back({impl->buffer->data(), impl->type});
+    ir::KernelContext context{in, out, attrs, def.name, deterministic};
+    def.kernel(context);
+  };
+  const uint64_t seq = runtime::default_eager_executor().submit(
+      std::move(task), runtime::TaskInfo{std::string(op), current_scope(), call_site});
+  for (auto& t : outputs) t.impl()->ready_seq = seq;
+  return outputs;
+}
+
+void sync() {
+  runtime::default_eager_executor().sync();
+}
+
+}  // namespace mf::engine

@@ -1,0 +1,47 @@
+#include "engine/engine_state.h"
+
+#include <mutex>
+
+#include "runtime/eager_executor.h"
+#include "runtime/memory_pool.h"
+
+namespace mf::engine {
+namespace {
+
+struct CachedPolicy {
+  std::mutex mutex;
+  uint64_t version = ~uint64_t(0);
+  std::shared_ptr<const context::Policy> policy;
+};
+
+CachedPolicy& cache() {
+  static CachedPolicy* instance = new CachedPolicy();  // leaked: used by executors during exit
+  return *instance;
+}
+
+void apply_to_runtime(const context::Policy& policy) {
+  runtime::PoolOptions pool;
+  pool.max_bytes = policy.max_device_memory_bytes.value;
+  pool.block_bytes = policy.mempool_block_bytes.value;
+  runtime::default_pool().configure(pool);
+  auto& executor = runtime::default_eager_executor();
+  executor.set_synchronous(policy.pynative_synchronize.value);
+  executor.set_intra_op_threads(policy.intra_op_threads.value);
+}
+
+}  // namespace
+
+std::shared_ptr<const context::Policy> current_policy() {
+  const context::Snapshot snapshot = context::snapshot();
+  CachedPolicy& cached = cache();
+  std::lock_guard lock(cached.mutex);
+  if (cached.policy == nullptr || cached.version != snapshot.version()) {
+    auto policy = std::make_shared<const context::Policy>(context::derive_policy(snapshot));
+    apply_to_runtime(*policy);
+    cached.policy = std::move(policy);
+    cached.version = snapshot.version();
+  }
+  return cached.policy;
+}
+
+}  // namespace mf::engine

@@ -1,0 +1,34 @@
+#pragma once
+// Runs an ir::Graph op by op through the dispatcher (PYNATIVE semantics): what `mf run FILE.ir`
+// does. Parameters are fed by name; a parameter nobody feeds is filled from the seed (randn for
+// floating types, zeros otherwise) and named in the report, so a dumped graph runs as it is.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/tensor.h"
+#include "ir/graph.h"
+
+namespace mf::engine {
+
+class IrRunner {
+ public:
+  explicit IrRunner(std::unique_ptr<ir::Graph> graph) : graph_(std::move(graph)) {}
+  static IrRunner from_file(const std::string& path);
+
+  // Outputs named "output0", "output1", ... in the graph's output order.
+  std::vector<std::pair<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs,
+                                                  uint64_t seed);
+  // Parameters filled from the seed in the last run().
+  const std::vector<std::string>& generated_parameters() const { return generated_; }
+  const ir::Graph& graph() const { return *graph_; }
+
+ private:
+  std::unique_ptr<ir::Graph> graph_;
+  std::vector<std::string> generated_;
+};
+
+}  // namespace mf::engine

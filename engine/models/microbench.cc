@@ -1,0 +1,87 @@
+// The single-purpose networks that benchmarks sweep: a long elementwise chain over 8M floats,
+// layernorm and softmax over (4096, 1024) rows, and 1,000 dependent adds on 16 floats (per-op
+// overhead).
+#include "engine/models/registry.h"
+#include "engine/nn/layers.h"
+
+namespace mf::models {
+namespace {
+
+// y = gelu_tanh(x*1.5+0.5) * sigmoid(x) + tanh(x) - 0.25*x
+class Elementwise : public nn::Cell {
+ public:
+  Elementwise() : Cell("Elementwise") {}
+  Tensor forward(const Tensor& x) override {
+    Tensor a = ops::gelu(ops::add(ops::mul(x, ops::scalar(1.5)), ops::scalar(0.5)), true);
+    Tensor b = ops::mul(a, ops::sigmoid(x));
+    return ops::sub(ops::add(b, ops::tanh(x)), ops::mul(ops::scalar(0.25), x));
+  }
+};
+
+class RowLayerNorm : public nn::Cell {
+ public:
+  RowLayerNorm()
+      : Cell("LayerNormNet"),
+        norm_(register_child("norm", std::make_unique<nn::LayerNorm>(1024))) {}
+  Tensor forward(const Tensor& x) override { return norm_(x); }
+
+ private:
+  nn::LayerNorm& norm_;
+};
+
+class RowSoftmax : public nn::Cell {
+ public:
+  RowSoftmax()
+      : Cell("SoftmaxNet"),
+        softmax_(register_child("softmax", std::make_unique<nn::Softmax>(-1))) {}
+  Tensor forward(const Tensor& x) override { return softmax_(x); }
+
+ private:
+  nn::Softmax& softmax_;
+};
+
+class Chain : public nn::Cell {
+ public:
+  explicit Chain(uint64_t seed)
+      : Cell("Chain"), step_(register_parameter("step", Tensor::randn({16}, seed, 1e-3))) {}
+  Tensor forward(const Tensor& x) override {
+    Tensor y = x;
+    for (int i = 0; i < 1000; ++i) y = ops::add(y, step_);
+    return y;
+  }
+
+ private:
+  Tensor& step_;
+};
+
+}  // namespace
+
+NetSpec elementwise_spec() {
+  return {"elementwise", "8,388,608 floats: gelu_tanh(x*1.5+0.5)*sigmoid(x) + tanh(x) - 0.25*x",
+          [](uint64_t) { return std::make_unique<Elementwise>(); },
+          [](uint64_t seed) { return Tensor::randn({8388608}, seed + 1000); }};
+}
+
+NetSpec layernorm_spec() {
+  return {"layernorm", "layer_norm over the last axis of (4096, 1024)",
+          [](uint64_t) { return std::make_unique<RowLayerNorm>(); },
+          [](uint64_t seed) {
+            return Tensor::randn({4096, 1024}, seed + 1000);
+          }};
+}
+
+NetSpec softmax_spec() {
+  return {"softmax", "softmax over the last axis of (4096, 1024)",
+          [](uint64_t) { return std::make_unique<RowSoftmax>(); },
+          [](uint64_t seed) {
+            return Tensor::randn({4096, 1024}, seed + 1000);
+          }};
+}
+
+NetSpec chain_spec() {
+  return {"chain", "1,000 dependent adds on 16 floats (per-op overhead)",
+          [](uint64_t seed) { return std::make_unique<Chain>(seed); },
+          [](uint64_t seed) { return Tensor::randn({16}, seed + 1000); }};
+}
+
+}  // namespace mf::models

@@ -1,0 +1,73 @@
+#include "engine/nn/cell.h"
+
+#include "engine/engine_state.h"
+#include "engine/scope.h"
+
+namespace mf::nn {
+
+Tensor Cell::operator()(const Tensor& x) {
+  const auto policy = engine::current_policy();
+  // Until whole-graph compilation lands, running a GRAPH_MODE network op by op would silently give
+  // the user something other than what they asked for; say so instead.
+  MF_CHECK(policy->mode.value == context::ExecutionMode::kPynative ||
+               engine::current_scope() != "Default",
+           Unsupported, class_name_,
+           ": GRAPH_MODE execution is not available in this build yet; set mode to ",
+           "PYNATIVE_MODE (mf --mode pynative) to run the network op by op");
+  engine::ScopeGuard scope(instance_name_, class_name_, policy->reserve_class_name_in_scope.value);
+  return forward(x);
+}
+
+std::vector<std::pair<std::string, Tensor>> Cell::named_parameters() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect_parameters("", out);
+  return out;
+}
+
+std::vector<std::pair<std::string, Cell*>> Cell::named_children() const {
+  std::vector<std::pair<std::string, Cell*>> out;
+  for (const auto& [name, child] : children_) out.emplace_back(name, child.get());
+  return out;
+}
+
+void Cell::set_parameter(const std::string& dotted_name, const Tensor& value) {
+  const size_t dot = dotted_name.find('.');
+  if (dot != std::string::npos) {
+    const std::string head = dotted_name.substr(0, dot);
+    for (auto& [name, child] : children_) {
+      if (name == head) return child->set_parameter(dotted_name.substr(dot + 1), value);
+    }
+  } else {
+    for (auto& [name, tensor] : parameters_) {
+      if (name != dotted_name) continue;
+      MF_CHECK(value.type() == tensor.type(), InvalidArgument, "parameter '", dotted_name, "' of ",
+               class_name_, " is ", ir::type_to_string(tensor.type()), "; the new value is ",
+               ir::type_to_string(value.type()));
+      tensor = value;
+      return;
+    }
+  }
+  MF_FAIL(NotFound, class_name_, " has no parameter '", dotted_name,
+          "'; named_parameters() lists them");
+}
+
+Tensor& Cell::register_parameter(std::string name, Tensor value) {
+  for (const auto& [existing, tensor] : parameters_) {
+    MF_CHECK(existing != name, Internal, class_name_, " registers parameter '", name, "' twice");
+  }
+  parameters_.emplace_back(std::move(name), std::move(value));
+  return parameters_.back().second;
+}
+
+void Cell::adopt(std::string name, std::unique_ptr<Cell> child) {
+  child->instance_name_ = name;
+  children_.emplace_back(std::move(name), std::move(child));
+}
+
+void Cell::collect_parameters(const std::string& prefix,
+                              std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (const auto& [name, tensor] : parameters_) out.emplace_back(prefix + name, tensor);
+  for (const auto& [name, child] : children_) child->collect_parameters(prefix + name + ".", out);
+}
+
+}  // namespace mf::nn

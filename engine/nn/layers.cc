@@ -1,0 +1,141 @@
+#include "engine/nn/layers.h"
+
+#include <cmath>
+
+namespace mf::nn {
+namespace {
+
+// Kaiming-uniform-like scale: keeps activations of deep sample networks in a sane range.
+Tensor init_weight(const Shape& shape, int64_t fan_in, uint64_t seed) {
+  const double bound = 1.0 / std::sqrt(double(fan_in));
+  return Tensor::uniform(shape, -bound, bound, seed);
+}
+
+}  // namespace
+
+Dense::Dense(int64_t in_features, int64_t out_features, uint64_t seed, bool has_bias)
+    : Cell("Dense"),
+      in_(in_features),
+      out_(out_features),
+      weight_(register_parameter("weight",
+                                 init_weight({out_features, in_features}, in_features, seed))) {
+  if (has_bias)
+    bias_ = &register_parameter("bias", init_weight({out_features}, in_features, seed ^ 0xB1A5));
+}
+
+Tensor Dense::forward(const Tensor& x) {
+  MF_CHECK(x.shape().size() >= 2 && x.shape().back() == in_, InvalidArgument, "Dense(", in_, " -> ",
+           out_, ") expects input (..., ", in_, "), got ", ir::shape_to_string(x.shape()));
+  Tensor flat = x.shape().size() == 2 ? x : ops::reshape(x, {-1, in_});
+  Tensor y = ops::matmul(flat, weight_, false, true);
+  if (bias_ != nullptr) y = ops::bias_add(y, *bias_);
+  if (x.shape().size() == 2) return y;
+  Shape out_shape = x.shape();
+  out_shape.back() = out_;
+  return ops::reshape(y, out_shape);
+}
+
+Conv2d::Conv2d(const Conv2dConfig& config, uint64_t seed)
+    : Cell("Conv2d"),
+      config_(config),
+      weight_(register_parameter(
+          "weight",
+          init_weight({config.out_channels, config.in_channels / config.groups, config.kernel_size,
+                       config.kernel_size},
+                      config.in_channels / config.groups * config.kernel_size * config.kernel_size,
+                      seed))) {
+  MF_CHECK(config.groups > 0 && config.in_channels % config.groups == 0 &&
+               config.out_channels % config.groups == 0,
+           InvalidArgument, "Conv2d: in_channels ", config.in_channels, " and out_channels ",
+           config.out_channels, " must both divide by groups ", config.groups);
+  if (config.has_bias) {
+    bias_ = &register_parameter(
+        "bias", init_weight({config.out_channels}, config.in_channels, seed ^ 0xB1A5));
+  }
+}
+
+Tensor Conv2d::forward(const Tensor& x) {
+  ops::Conv2dOptions options;
+  options.stride = {config_.stride, config_.stride};
+  options.padding = {config_.padding, config_.padding};
+  options.dilation = {config_.dilation, config_.dilation};
+  options.groups = config_.groups;
+  Tensor y = ops::conv2d(x, weight_, options);
+  if (bias_ != nullptr) y = ops::bias_add(y, *bias_, /*axis=*/1);
+  return y;
+}
+
+Tensor MaxPool2d::forward(const Tensor& x) {
+  ops::Pool2dOptions options;
+  options.kernel_size = {kernel_, kernel_};
+  options.stride = {stride_, stride_};
+  return ops::max_pool2d(x, options);
+}
+
+LayerNorm::LayerNorm(int64_t features, double epsilon)
+    : Cell("LayerNorm"),
+      epsilon_(epsilon),
+      gamma_(register_parameter("gamma", Tensor::ones({features}))),
+      beta_(register_parameter("beta", Tensor::zeros({features}))) {}
+
+Tensor LayerNorm::forward(const Tensor& x) {
+  return ops::layer_norm(x, gamma_, beta_, -1, epsilon_);
+}
+
+MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, uint64_t seed)
+    : Cell("MultiHeadAttention"),
+      d_model_(d_model),
+      heads_(heads),
+      query_(register_child("query", std::make_unique<Dense>(d_model, d_model, seed + 1))),
+      key_(register_child("key", std::make_unique<Dense>(d_model, d_model, seed + 2))),
+      value_(register_child("value", std::make_unique<Dense>(d_model, d_model, seed + 3))),
+      output_(register_child("output", std::make_unique<Dense>(d_model, d_model, seed + 4))),
+      softmax_(register_child("softmax", std::make_unique<Softmax>(-1))) {
+  MF_CHECK(heads > 0 && d_model % heads == 0, InvalidArgument, "MultiHeadAttention: d_model ",
+           d_model, " must divide by heads ", heads);
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& x) {
+  MF_CHECK(x.shape().size() == 3 && x.shape()[2] == d_model_, InvalidArgument,
+           "MultiHeadAttention expects (batch, seq, ", d_model_, "), got ",
+           ir::shape_to_string(x.shape()));
+  const int64_t batch = x.shape()[0], seq = x.shape()[1], head_dim = d_model_ / heads_;
+  // (batch, seq, d) -> (batch, heads, seq, head_dim)
+  auto split_heads = [&](const Tensor& t) {
+    return ops::transpose(ops::reshape(t, {batch, seq, heads_, head_dim}), {0, 2, 1, 3});
+  };
+  Tensor q = split_heads(query_(x));
+  Tensor k = split_heads(key_(x));
+  Tensor v = split_heads(value_(x));
+  Tensor scores = ops::mul(ops::batch_matmul(q, k, false, true),
+                           ops::scalar(1.0 / std::sqrt(double(head_dim))));
+  Tensor context = ops::batch_matmul(softmax_(scores), v);
+  Tensor merged = ops::reshape(ops::transpose(context, {0, 2, 1, 3}), {batch, seq, d_model_});
+  return output_(merged);
+}
+
+TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t heads, int64_t ffn_hidden,
+                                                 uint64_t seed)
+    : Cell("TransformerEncoderLayer"),
+      norm1_(register_child("norm1", std::make_unique<LayerNorm>(d_model))),
+      norm2_(register_child("norm2", std::make_unique<LayerNorm>(d_model))),
+      attention_(register_child(
+          "attention", std::make_unique<MultiHeadAttention>(d_model, heads, seed * 16 + 1))),
+      dense1_(
+          register_child("dense1", std::make_unique<Dense>(d_model, ffn_hidden, seed * 16 + 8))),
+      gelu_(register_child("gelu", std::make_unique<GELU>(true))),
+      dense2_(
+          register_child("dense2", std::make_unique<Dense>(ffn_hidden, d_model, seed * 16 + 9))) {}
+
+Tensor TransformerEncoderLayer::forward(const Tensor& x) {
+  Tensor y = ops::add(x, attention_(norm1_(x)));
+  return ops::add(y, dense2_(gelu_(dense1_(norm2_(y)))));
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor y = x;
+  for (Cell* layer : layers_) y = (*layer)(y);
+  return y;
+}
+
+}  // namespace mf::nn

@@ -1,0 +1,95 @@
+#pragma once
+// mf::Tensor: the user's handle to a value. In PYNATIVE mode a tensor may still be being computed
+// on the executor's worker; reading its data waits for exactly the task that produces it, and
+// rethrows that task's error (naming the op, its scope and the call site) if it failed.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "ir/dtype.h"
+#include "ir/op_def.h"
+#include "ir/shape.h"
+#include "runtime/memory_pool.h"
+
+namespace mf {
+
+using ir::DType;
+using ir::Shape;
+
+// What a Tensor shares: its type, its buffer and, while pending, the executor task that fills it.
+struct TensorImpl {
+  ir::TensorType type;
+  std::shared_ptr<runtime::Buffer> buffer;
+  uint64_t ready_seq = 0;  // the eager task writing the buffer; 0 when the data is ready
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined; defined() is false
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  const ir::TensorType& type() const;
+  const Shape& shape() const { return type().shape; }
+  DType dtype() const { return type().dtype; }
+  int64_t numel() const { return ir::num_elements(shape()); }
+  size_t nbytes() const { return size_t(numel()) * ir::dtype_size(dtype()); }
+
+  // Waits for the producing task; throws its error if it failed.
+  void sync() const;
+  // Element pointer after sync(); T must match dtype() (InvalidArgument otherwise).
+  template <typename T>
+  const T* data() const {
+    check_dtype(ir::dtype_of<T>(), "data");
+    return static_cast<const T*>(raw_data());
+  }
+  template <typename T>
+  std::vector<T> to_vector() const {
+    const T* p = data<T>();
+    return std::vector<T>(p, p + numel());
+  }
+  // Any numeric dtype, converted to double (for reports and comparisons).
+  std::vector<double> to_doubles() const;
+  const void* raw_data() const;
+
+  // Creation. Floating tensors from randn/uniform are reproducible from the seed on every platform.
+  static Tensor empty(const Shape& shape, DType dtype = DType::kFloat32);
+  static Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32);
+  static Tensor ones(const Shape& shape, DType dtype = DType::kFloat32);
+  static Tensor full(const Shape& shape, double value, DType dtype = DType::kFloat32);
+  static Tensor randn(const Shape& shape, uint64_t seed = 0, double stddev = 1.0);
+  static Tensor uniform(const Shape& shape, double low, double high, uint64_t seed = 0);
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& values, const Shape& shape) {
+    MF_CHECK(int64_t(values.size()) == ir::num_elements(shape), InvalidArgument,
+             "from_vector: ", values.size(), " values do not fill shape ",
+             ir::shape_to_string(shape), " (", ir::num_elements(shape), " elements)");
+    return from_bytes(ir::dtype_of<T>(), shape, values.data());
+  }
+  static Tensor from_vector(const std::vector<bool>& values, const Shape& shape);
+  static Tensor from_bytes(DType dtype, const Shape& shape, const void* bytes);
+
+  static Tensor load_npy(const std::filesystem::path& file);
+  void save_npy(const std::filesystem::path& file) const;
+
+  // For the dispatcher and executors.
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+  // A writable pointer to a tensor that no task is writing (creation helpers, tests).
+  void* mutable_raw_data();
+
+ private:
+  void check_dtype(DType wanted, const char* what) const;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Summary statistics printed by `mf run`: sum, mean, min, max over all elements as doubles.
+struct TensorStats {
+  double sum = 0, mean = 0, min = 0, max = 0;
+};
+TensorStats tensor_stats(const Tensor& tensor);
+
+}  // namespace mf

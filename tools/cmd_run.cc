@@ -1,0 +1,138 @@
+// `mf run NET|FILE.ir` and `mf nets`: run a sample network (or an IR file) and report its outputs
+// and time.
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+
+#include "engine/dispatch.h"
+#include "engine/engine_state.h"
+#include "engine/ir_runner.h"
+#include "engine/models/registry.h"
+#include "runtime/memory_format.h"
+#include "runtime/memory_pool.h"
+#include "tools/commands.h"
+
+namespace mf::tools {
+namespace {
+
+struct RunOptions {
+  std::string target;
+  std::vector<std::string> inputs;  // NAME=FILE.npy
+  uint64_t seed = 0;
+  int iters = 1;
+  std::string output_dir;
+};
+
+std::map<std::string, Tensor> load_inputs(const std::vector<std::string>& items) {
+  std::map<std::string, Tensor> loaded;
+  for (const auto& item : items) {
+    const size_t eq = item.find('=');
+    MF_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < item.size(), InvalidArgument,
+             "--input '", item, "' is malformed; expected NAME=FILE.npy");
+    loaded[item.substr(0, eq)] = Tensor::load_npy(item.substr(eq + 1));
+  }
+  return loaded;
+}
+
+void print_output(const std::string& name, const Tensor& t) {
+  const TensorStats s = tensor_stats(t);
+  std::printf("output %s: shape %s dtype %s sum %.9g mean %.9g min %.9g max %.9g\n", name.c_str(),
+              ir::shape_to_string(t.shape()).c_str(),
+              std::string(ir::dtype_name(t.dtype())).c_str(), s.sum, s.mean, s.min, s.max);
+}
+
+void run(const RunOptions& options) {
+  const auto policy = engine::current_policy();
+  const bool is_ir = std::filesystem::path(options.target).extension() == ".ir";
+  MF_CHECK(options.iters >= 1, InvalidArgument, "--iters must be at least 1, got ", options.iters);
+
+  // One iteration of the work, returning named outputs.
+  std::function<std::vector<std::pair<std::string, Tensor>>()> step;
+  std::unique_ptr<nn::Cell> net;
+  std::unique_ptr<engine::IrRunner> runner;
+  std::map<std::string, Tensor> inputs = load_inputs(options.inputs);
+  if (is_ir) {
+    runner = std::make_unique<engine::IrRunner>(engine::IrRunner::from_file(options.target));
+    step = [&] { return runner->run(inputs, options.seed); };
+  } else {
+    const models::NetSpec& spec = models::find_net(options.target);
+    for (const auto& [name, tensor] : inputs) {
+      MF_CHECK(name == spec.input_name, InvalidArgument, "network '", spec.name,
+               "' has one input named '", spec.input_name, "', not '", name, "'");
+    }
+    net = spec.make(options.seed);
+    if (!inputs.count(spec.input_name)) inputs[spec.input_name] = spec.make_input(options.seed);
+    step = [&] {
+      return std::vector<std::pair<std::string, Tensor>>{
+          {"output", (*net)(inputs[spec.input_name])}};
+    };
+  }
+
+  std::printf("run: %s in %s\n", options.target.c_str(),
+              std::string(context::to_string(policy->mode.value)).c_str());
+  std::vector<double> millis;
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  runtime::default_pool().reset_peak();
+  for (int i = 0; i < options.iters; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    outputs = step();
+    for (auto& [name, t] : outputs) t.sync();
+    engine::sync();
+    millis.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  for (const auto& [name, t] : outputs) print_output(name, t);
+  const double first = millis.front();
+  std::sort(millis.begin(), millis.end());
+  std::printf("time: first %.3g ms, median %.3g ms over %d iteration%s\n", first,
+              millis[millis.size() / 2], options.iters, options.iters == 1 ? "" : "s");
+  const runtime::MemoryStats stats = runtime::default_pool().stats();
+  std::printf("memory: peak %s in use, %s reserved, %zu system allocations\n",
+              runtime::format_bytes(stats.peak_in_use_bytes).c_str(),
+              runtime::format_bytes(stats.reserved_bytes).c_str(), stats.system_allocations);
+  if (!options.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.output_dir, ec);
+    MF_CHECK(!ec, InvalidArgument, "cannot create --output-dir '", options.output_dir,
+             "': ", ec.message());
+    for (const auto& [name, t] : outputs) {
+      const auto file = std::filesystem::path(options.output_dir) / (name + ".npy");
+      t.save_npy(file);
+      std::printf("wrote %s\n", file.string().c_str());
+    }
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, GlobalOptions& global) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("run", "Run a sample network or an .ir file and report its outputs");
+  cmd->add_option("target", options->target, "A network from `mf nets`, or a FILE.ir")->required();
+  cmd->add_option("--input", options->inputs,
+                  "Feed an input from a .npy file: NAME=FILE.npy (repeatable)");
+  cmd->add_option("--seed", options->seed, "Seed of the weights and generated inputs (default 0)");
+  cmd->add_option("--iters", options->iters, "Iterations to time (default 1)");
+  cmd->add_option("--output-dir", options->output_dir, "Write each output as <name>.npy here");
+  add_global_options(*cmd, global);
+  cmd->callback([options, &global] {
+    apply_global_options(global);
+    run(*options);
+  });
+
+  CLI::App* nets = app.add_subcommand("nets", "List the built-in sample networks");
+  add_global_options(*nets, global);
+  nets->callback([&global] {
+    apply_global_options(global);
+    for (const auto& net : models::all_nets())
+      std::printf("%-12s %s\n", net.name.c_str(), net.description.c_str());
+  });
+}
+
+}  // namespace mf::tools

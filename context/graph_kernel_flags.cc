@@ -1,0 +1,150 @@
+#include "context/graph_kernel_flags.h"
+
+#include <charconv>
+#include <set>
+#include <sstream>
+#include <variant>
+
+#include "base/error.h"
+
+namespace mf::context {
+namespace {
+
+using BoolField = bool GraphKernelFlags::*;
+using IntField = std::optional<int> GraphKernelFlags::*;
+using ListField = std::vector<std::string> GraphKernelFlags::*;
+
+struct IntRange {
+  IntField field;
+  int min;
+  int max;
+};
+
+// Every flag the parser knows, in the order to_string() writes them.
+struct FlagSpec {
+  std::string_view name;
+  std::variant<BoolField, IntRange, ListField> field;
+};
+
+constexpr int kNoMax = 1 << 30;
+
+const FlagSpec kFlags[] = {
+    {"opt_level", IntRange{&GraphKernelFlags::opt_level, 0, 3}},
+    {"dump_as_text", &GraphKernelFlags::dump_as_text},
+    {"enable_expand_ops", &GraphKernelFlags::enable_expand_ops},
+    {"enable_expand_ops_only", &GraphKernelFlags::enable_expand_ops_only},
+    {"disable_expand_ops", &GraphKernelFlags::disable_expand_ops},
+    {"enable_cluster_ops", &GraphKernelFlags::enable_cluster_ops},
+    {"enable_cluster_ops_only", &GraphKernelFlags::enable_cluster_ops_only},
+    {"disable_cluster_ops", &GraphKernelFlags::disable_cluster_ops},
+    {"enable_pass", &GraphKernelFlags::enable_pass},
+    {"disable_pass", &GraphKernelFlags::disable_pass},
+    {"enable_stitch_fusion", &GraphKernelFlags::enable_stitch_fusion},
+    {"enable_recompute_fusion", &GraphKernelFlags::enable_recompute_fusion},
+    {"enable_parallel_fusion", &GraphKernelFlags::enable_parallel_fusion},
+    {"reduce_fuse_depth", IntRange{&GraphKernelFlags::reduce_fuse_depth, 1, kNoMax}},
+    {"composite_op_limit_size", IntRange{&GraphKernelFlags::composite_op_limit_size, 1, kNoMax}},
+};
+
+std::string known_flags() {
+  std::string out;
+  for (const auto& flag : kFlags) {
+    if (!out.empty()) out += ", ";
+    out += "--";
+    out += flag.name;
+  }
+  return out;
+}
+
+std::vector<std::string> split_list(std::string_view token, std::string_view value) {
+  MF_CHECK(!value.empty(), InvalidArgument, "graph_kernel_flags: '", token,
+           "' needs a comma-separated list of names, for example ", token, "gelu,softmax");
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = value.find(',', start);
+    const std::string_view name =
+        value.substr(start, comma == std::string_view::npos ? value.npos : comma - start);
+    MF_CHECK(!name.empty(), InvalidArgument, "graph_kernel_flags: '", token,
+             "' has an empty name in its list; separate names with single commas");
+    names.emplace_back(name);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return names;
+}
+
+}  // namespace
+
+GraphKernelFlags parse_graph_kernel_flags(std::string_view text) {
+  GraphKernelFlags flags;
+  std::set<std::string, std::less<>> seen;
+  std::istringstream in{std::string(text)};
+  std::string token;
+  while (in >> token) {
+    MF_CHECK(token.size() > 2 && token.starts_with("--"), InvalidArgument, "graph_kernel_flags: '",
+             token, "' is not a flag; flags look like --opt_level=2 or --dump_as_text");
+    const std::size_t eq = token.find('=');
+    const std::string name = token.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const bool has_value = eq != std::string::npos;
+    const std::string_view value =
+        has_value ? std::string_view(token).substr(eq + 1) : std::string_view{};
+    const FlagSpec* spec = nullptr;
+    for (const auto& flag : kFlags) {
+      if (flag.name == name) spec = &flag;
+    }
+    MF_CHECK(spec != nullptr, InvalidArgument, "graph_kernel_flags: unknown flag '--", name,
+             "'; known flags: ", known_flags());
+    MF_CHECK(seen.insert(name).second, InvalidArgument, "graph_kernel_flags: '--", name,
+             "' is given twice; give each flag once");
+    if (const auto* field = std::get_if<BoolField>(&spec->field)) {
+      MF_CHECK(!has_value || value == "true" || value == "false", InvalidArgument,
+               "graph_kernel_flags: '", token, "' takes no value, or =true / =false");
+      flags.*(*field) = !has_value || value == "true";
+    } else if (const auto* range = std::get_if<IntRange>(&spec->field)) {
+      int number = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
+      const bool ok = has_value && !value.empty() && ec == std::errc() &&
+                      end == value.data() + value.size() && number >= range->min &&
+                      number <= range->max;
+      if (!ok && range->max == kNoMax) {
+        MF_FAIL(InvalidArgument, "graph_kernel_flags: '", token,
+                "' needs an integer >= ", range->min, ", for example --", name, "=",
+                range->min + 1);
+      }
+      MF_CHECK(ok, InvalidArgument, "graph_kernel_flags: '", token, "' needs an integer in [",
+               range->min, ", ", range->max, "], for example --", name, "=", range->max - 1);
+      flags.*(range->field) = number;
+    } else {
+      MF_CHECK(has_value, InvalidArgument, "graph_kernel_flags: '", token,
+               "' needs a comma-separated list of names, for example --", name, "=gelu,softmax");
+      flags.*std::get<ListField>(spec->field) = split_list("--" + name + "=", value);
+    }
+  }
+  return flags;
+}
+
+std::string to_string(const GraphKernelFlags& flags) {
+  std::string out;
+  const auto add = [&out](std::string_view piece) {
+    if (!out.empty()) out += ' ';
+    out += piece;
+  };
+  for (const auto& flag : kFlags) {
+    const std::string prefix = "--" + std::string(flag.name);
+    if (const auto* field = std::get_if<BoolField>(&flag.field)) {
+      if (flags.*(*field)) add(prefix);
+    } else if (const auto* range = std::get_if<IntRange>(&flag.field)) {
+      if (const auto& value = flags.*(range->field)) add(prefix + "=" + std::to_string(*value));
+    } else {
+      const auto& names = flags.*std::get<ListField>(flag.field);
+      if (names.empty()) continue;
+      std::string joined;
+      for (const auto& name : names) joined += (joined.empty() ? "" : ",") + name;
+      add(prefix + "=" + joined);
+    }
+  }
+  return out;
+}
+
+}  // namespace mf::context

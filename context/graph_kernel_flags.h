@@ -1,0 +1,41 @@
+#pragma once
+// The graph_kernel_flags string ("--opt_level=2 --dump_as_text ...") parsed into typed fields. The
+// parser knows every flag; an unknown or malformed flag is an error naming it, never silently
+// ignored.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mf::context {
+
+// What graph_kernel_flags asked for. Unset optionals mean "the flag was not given".
+struct GraphKernelFlags {
+  std::optional<int> opt_level;                      // --opt_level=0..3
+  bool dump_as_text = false;                         // --dump_as_text
+  std::vector<std::string> enable_expand_ops;        // --enable_expand_ops=a,b
+  std::vector<std::string> enable_expand_ops_only;   // --enable_expand_ops_only=a,b
+  std::vector<std::string> disable_expand_ops;       // --disable_expand_ops=a,b
+  std::vector<std::string> enable_cluster_ops;       // --enable_cluster_ops=a,b
+  std::vector<std::string> enable_cluster_ops_only;  // --enable_cluster_ops_only=a,b
+  std::vector<std::string> disable_cluster_ops;      // --disable_cluster_ops=a,b
+  std::vector<std::string> enable_pass;              // --enable_pass=a,b
+  std::vector<std::string> disable_pass;             // --disable_pass=a,b
+  bool enable_stitch_fusion = false;                 // --enable_stitch_fusion
+  bool enable_recompute_fusion = false;              // --enable_recompute_fusion
+  bool enable_parallel_fusion = false;               // --enable_parallel_fusion
+  std::optional<int> reduce_fuse_depth;              // --reduce_fuse_depth=N (N >= 1)
+  std::optional<int> composite_op_limit_size;        // --composite_op_limit_size=N (N >= 1)
+
+  bool operator==(const GraphKernelFlags&) const = default;
+};
+
+// Parses flags separated by whitespace. Boolean flags accept "--flag" and "--flag=true|false";
+// lists are comma-separated names. Throws InvalidArgument naming the offending flag.
+GraphKernelFlags parse_graph_kernel_flags(std::string_view text);
+
+// The canonical text of the flags (fixed order, only what was given): equal flags give equal text.
+std::string to_string(const GraphKernelFlags& flags);
+
+}  // namespace mf::context

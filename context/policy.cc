@@ -1,0 +1,384 @@
+#include "context/policy.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+
+#include "base/error.h"
+#include "context/key_table.h"
+#include "context/value_parsing.h"
+
+namespace mf::context {
+namespace {
+
+std::string on_off(bool value) {
+  return value ? "true" : "false";
+}
+
+// "key='value'" as the reasons quote settings.
+std::string quoted(std::string_view key, const Json& value) {
+  return std::string(key) + "=" + describe(value);
+}
+
+// " (default)" when the key still holds its default, so a reason tells set values from defaults.
+std::string origin(const Snapshot& snapshot, std::string_view key) {
+  const KeySpec* spec = find_key(context_keys(), key);
+  return spec != nullptr && snapshot.values().at(spec->name) == spec->default_value ? " (default)"
+                                                                                    : "";
+}
+
+std::string with_rank(const std::string& base, int rank) {
+  return (std::filesystem::path(base) / ("rank_" + std::to_string(rank))).string();
+}
+
+Decision<JitLevel> decide_jit_level(const Snapshot& snapshot, ExecutionMode mode,
+                                    std::optional<JitLevel> network) {
+  const std::string global = snapshot.values()["jit_config"].value("jit_level", "");
+  Decision<JitLevel> out;
+  if (network) {
+    out = {*network, "the network's own JitConfig asks for " + std::string(to_string(*network)) +
+                         ", which beats the global jit_config.jit_level=" + describe(global)};
+  } else if (!global.empty()) {
+    out = {parse_jit_level(global), "jit_config.jit_level='" + global + "'"};
+  } else {
+    out = {JitLevel::kO0,
+           "jit_config.jit_level is empty, which means O0 on CPU (O2 is chosen only on Atlas "
+           "training products)"};
+  }
+  if (mode == ExecutionMode::kPynative && out.value == JitLevel::kO2) {
+    out = {JitLevel::kO0, out.reason +
+                              ", but PYNATIVE_MODE runs op by op and cannot sink a whole graph, so "
+                              "it falls back to O0"};
+  }
+  return out;
+}
+
+void decide_fusion(const Snapshot& snapshot, JitLevel jit, Policy& policy) {
+  const std::string text = snapshot.values()["graph_kernel_flags"].get<std::string>();
+  const bool enable = snapshot.values()["enable_graph_kernel"].get<bool>();
+  policy.fusion_flags = parse_graph_kernel_flags(text);
+  const std::string jit_name(to_string(jit));
+  if (policy.fusion_flags.opt_level) {
+    const int level = *policy.fusion_flags.opt_level;
+    policy.fusion_level = {level, "fusion opt_level=" + std::to_string(level) +
+                                      " because graph_kernel_flags='" + text +
+                                      "' overrides enable_graph_kernel=" + on_off(enable) +
+                                      " and jit_level=" + jit_name};
+  } else if (enable) {
+    policy.fusion_level = {2,
+                           "fusion opt_level=2 because enable_graph_kernel=true turns fusion on "
+                           "at the default opt_level 2 (graph_kernel_flags gives no --opt_level)"};
+  } else if (jit != JitLevel::kO0) {
+    policy.fusion_level = {2, "fusion opt_level=2 because jit_level=" + jit_name +
+                                  " turns on automatic graph-kernel fusion (graph_kernel_flags "
+                                  "gives no --opt_level)"};
+  } else {
+    policy.fusion_level = {0,
+                           "fusion off: enable_graph_kernel=false, jit_level=O0 and "
+                           "graph_kernel_flags gives no --opt_level"};
+  }
+  const int level = policy.fusion_level.value;
+  const auto extra = [&](bool flag, std::string_view name, bool by_level) -> Decision<bool> {
+    if (level == 0) return {false, "fusion is off"};
+    if (flag) return {true, "graph_kernel_flags gives --" + std::string(name)};
+    if (by_level) return {true, "fusion opt_level=3 includes it"};
+    return {false, "not asked for by graph_kernel_flags" +
+                       std::string(level < 3 && name != "enable_recompute_fusion"
+                                       ? " and fusion opt_level is below 3"
+                                       : "")};
+  };
+  policy.stitch_fusion =
+      extra(policy.fusion_flags.enable_stitch_fusion, "enable_stitch_fusion", level >= 3);
+  policy.parallel_fusion =
+      extra(policy.fusion_flags.enable_parallel_fusion, "enable_parallel_fusion", level >= 3);
+  policy.recompute_fusion =
+      extra(policy.fusion_flags.enable_recompute_fusion, "enable_recompute_fusion", false);
+}
+
+void decide_threads(const Snapshot& snapshot, int cores, Policy& policy) {
+  const int requested = snapshot.values()["runtime_num_threads"].get<int>();
+  const std::string given =
+      "runtime_num_threads=" + std::to_string(requested) + origin(snapshot, "runtime_num_threads");
+  const std::string machine = std::to_string(cores) + " core" + (cores == 1 ? "" : "s");
+  if (requested == 0) {
+    policy.intra_op_threads = {cores, given + " means every core: " + machine};
+  } else if (requested > cores) {
+    policy.intra_op_threads = {cores, given + " is capped to the machine's " + machine};
+  } else {
+    policy.intra_op_threads = {requested, given};
+  }
+  const int inter = snapshot.values()["inter_op_parallel_num"].get<int>();
+  if (inter == 0) {
+    policy.inter_op_parallelism = {1,
+                                   "inter_op_parallel_num=0 lets the engine choose: independent "
+                                   "nodes run one at a time, each using the intra-op pool"};
+  } else if (inter > cores) {
+    policy.inter_op_parallelism = {cores, "inter_op_parallel_num=" + std::to_string(inter) +
+                                              " is capped to the machine's " + machine};
+  } else {
+    policy.inter_op_parallelism = {inter, "inter_op_parallel_num=" + std::to_string(inter)};
+  }
+}
+
+void decide_memory(const Snapshot& snapshot, Policy& policy) {
+  const std::string max_text = snapshot.values()["max_device_memory"].get<std::string>();
+  const std::string block_text = snapshot.values()["mempool_block_size"].get<std::string>();
+  const std::uint64_t max_bytes = parse_memory_size(max_text);
+  const std::uint64_t block_bytes = parse_memory_size(block_text);
+  policy.max_device_memory_bytes = {max_bytes, "max_device_memory='" + max_text + "'" +
+                                                   origin(snapshot, "max_device_memory") +
+                                                   ": allocations beyond it fail with OutOfMemory"};
+  if (block_bytes > max_bytes) {
+    policy.mempool_block_bytes = {max_bytes, "mempool_block_size='" + block_text +
+                                                 "' is larger than max_device_memory='" + max_text +
+                                                 "', so a block is max_device_memory"};
+  } else {
+    policy.mempool_block_bytes = {block_bytes, "mempool_block_size='" + block_text + "'" +
+                                                   origin(snapshot, "mempool_block_size")};
+  }
+  const bool planned = snapshot.values()["memory_optimize_level"] == "O1";
+  policy.memory_optimize_level = {
+      planned ? MemoryOptimizeLevel::kO1 : MemoryOptimizeLevel::kO0,
+      std::string("memory_optimize_level='") + (planned ? "O1" : "O0") + "'" +
+          origin(snapshot, "memory_optimize_level") +
+          (planned ? ": offsets planned ahead in one arena, with reuse"
+                   : ": each tensor takes a block from the pool (the CPU default)")};
+  const Json& env = snapshot.env_config();
+  const std::string env_path = snapshot.values()["env_config_path"].get<std::string>();
+  if (env.is_null()) {
+    policy.memory_reuse = {true, "memory reuse on: no env_config_path file turns it off"};
+    policy.rdr = {RdrConfig{}, "Running Data Recorder off: no env_config_path file"};
+    return;
+  }
+  const bool reuse = env["sys"]["mem_Reuse"].get<bool>();
+  policy.memory_reuse = {reuse, std::string("sys.mem_Reuse=") + on_off(reuse) +
+                                    " in env_config_path file '" + env_path + "'"};
+  RdrConfig rdr{env["rdr"]["enable"].get<bool>(), env["rdr"]["mode"].get<int>(),
+                env["rdr"]["path"].get<std::string>()};
+  policy.rdr = {rdr, std::string("rdr.enable=") + on_off(rdr.enable) + ", rdr.mode=" +
+                         std::to_string(rdr.mode) + " in env_config_path file '" + env_path + "'"};
+}
+
+template <typename T>
+Decision<T> plain(const Snapshot& snapshot, std::string_view key, T value,
+                  std::string_view meaning) {
+  return {value, quoted(key, snapshot.values()[std::string(key)]) + origin(snapshot, key) +
+                     (meaning.empty() ? "" : ": ") + std::string(meaning)};
+}
+
+std::vector<Explanation> ineffective(const Snapshot& snapshot) {
+  std::vector<Explanation> out;
+  for (const auto& spec : context_keys()) {
+    if (!spec.alias_of.empty() || (spec.effective_on_cpu && spec.deprecated.empty())) continue;
+    const Json& value = snapshot.values()[spec.name];
+    if (value == spec.default_value) continue;
+    out.push_back({spec.name, value.is_string() ? value.get<std::string>() : value.dump(),
+                   spec.deprecated.empty()
+                       ? "applies to " + device_names(spec.devices) + " only; no effect on CPU"
+                       : "deprecated; no effect"});
+  }
+  for (const auto& spec : ps_keys()) {
+    const Json& value = snapshot.ps()[spec.name];
+    if (value == spec.default_value) continue;
+    out.push_back({"ps_context." + spec.name,
+                   value.is_string() ? value.get<std::string>() : value.dump(),
+                   "parameter-server training is not available in this build; no effect"});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view to_string(ExecutionMode mode) {
+  return mode == ExecutionMode::kGraph ? "GRAPH_MODE" : "PYNATIVE_MODE";
+}
+std::string_view to_string(JitLevel level) {
+  switch (level) {
+    case JitLevel::kO0:
+      return "O0";
+    case JitLevel::kO1:
+      return "O1";
+    case JitLevel::kO2:
+      return "O2";
+  }
+  return "?";
+}
+std::string_view to_string(MemoryOptimizeLevel level) {
+  return level == MemoryOptimizeLevel::kO0 ? "O0" : "O1";
+}
+std::string_view to_string(DebugLevel level) {
+  return level == DebugLevel::kRelease ? "RELEASE" : "DEBUG";
+}
+std::string_view to_string(JitSyntaxLevel level) {
+  switch (level) {
+    case JitSyntaxLevel::kStrict:
+      return "STRICT";
+    case JitSyntaxLevel::kCompatible:
+      return "COMPATIBLE";
+    case JitSyntaxLevel::kLax:
+      return "LAX";
+  }
+  return "?";
+}
+
+JitLevel parse_jit_level(std::string_view text) {
+  if (text == "O0") return JitLevel::kO0;
+  if (text == "O1") return JitLevel::kO1;
+  if (text == "O2") return JitLevel::kO2;
+  MF_FAIL(InvalidArgument, "jit_level '", text, "' is not recognized; use O0, O1 or O2");
+}
+
+Policy derive_policy(const Snapshot& snapshot, std::optional<JitLevel> network_jit_level) {
+  return derive_policy(snapshot, DeriveOptions{.network_jit_level = network_jit_level});
+}
+
+Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
+  const Json& v = snapshot.values();
+  const int cores = options.cores > 0
+                        ? options.cores
+                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  Policy policy;
+
+  const bool graph = v["mode"] == 0;
+  policy.mode = {graph ? ExecutionMode::kGraph : ExecutionMode::kPynative,
+                 std::string(graph ? "mode=GRAPH_MODE (0)" : "mode=PYNATIVE_MODE (1)") +
+                     origin(snapshot, "mode") +
+                     (graph ? ": networks are traced and compiled as whole graphs"
+                            : ": ops run one by one as they are called")};
+  policy.jit_level = decide_jit_level(snapshot, policy.mode.value, options.network_jit_level);
+  policy.infer_boost = {
+      v["jit_config"].value("infer_boost", "off") == "on",
+      "jit_config.infer_boost='" + v["jit_config"].value("infer_boost", "off") + "'"};
+  const std::string syntax = v["jit_syntax_level"].get<std::string>();
+  policy.jit_syntax_level = plain(snapshot, "jit_syntax_level",
+                                  syntax == "STRICT"       ? JitSyntaxLevel::kStrict
+                                  : syntax == "COMPATIBLE" ? JitSyntaxLevel::kCompatible
+                                                           : JitSyntaxLevel::kLax,
+                                  "");
+  decide_fusion(snapshot, policy.jit_level.value, policy);
+
+  // Distribution first: the dump and cache directories depend on the rank.
+  const int device_num = snapshot.auto_parallel()["device_num"].get<int>();
+  const int rank = snapshot.auto_parallel()["global_rank"].get<int>();
+  MF_CHECK(device_num == 1 || rank < device_num, InvalidArgument,
+           "For 'context.set_auto_parallel_context', global_rank=", rank,
+           " is out of range for device_num=", device_num, "; it must be below device_num");
+  policy.device_num = {device_num,
+                       "auto_parallel_context.device_num=" + std::to_string(device_num)};
+  policy.global_rank = {rank, "auto_parallel_context.global_rank=" + std::to_string(rank)};
+
+  const int dump = v["save_graphs"].get<int>();
+  static constexpr std::string_view kDumpMeaning[] = {
+      ": nothing is dumped", ": the IR is written at key stages",
+      ": the IR after every pass plus the backend graph and memory plan",
+      ": level 2 plus Graphviz .dot files and the fullest front-end detail"};
+  policy.dump_level = {dump, "save_graphs=" + std::to_string(dump) +
+                                 origin(snapshot, "save_graphs") + std::string(kDumpMeaning[dump])};
+  const std::string graphs_path = v["save_graphs_path"].get<std::string>();
+  if (device_num > 1) {
+    policy.dump_dir = {with_rank(graphs_path, rank),
+                       "save_graphs_path='" + graphs_path + "' with rank_" + std::to_string(rank) +
+                           "/ below it because device_num=" + std::to_string(device_num) + " > 1"};
+  } else {
+    policy.dump_dir = {graphs_path, "save_graphs_path='" + graphs_path + "'" +
+                                        origin(snapshot, "save_graphs_path") +
+                                        " (no rank_<id>/ below it: device_num=1)"};
+  }
+  policy.compile_cache =
+      plain(snapshot, "enable_compile_cache", v["enable_compile_cache"].get<bool>(),
+            v["enable_compile_cache"].get<bool>()
+                ? "compiled graphs are stored and reused while every compile-relevant value matches"
+                : "every network is compiled afresh");
+  const std::string cache_path = v["compile_cache_path"].get<std::string>();
+  policy.compile_cache_dir = {with_rank(cache_path, rank),
+                              "compile_cache_path='" + cache_path + "'" +
+                                  origin(snapshot, "compile_cache_path") + " with rank_" +
+                                  std::to_string(rank) +
+                                  "/ below it (global_rank=" + std::to_string(rank) + ")"};
+  policy.precompile_only = plain(
+      snapshot, "precompile_only", v["precompile_only"].get<bool>(),
+      v["precompile_only"].get<bool>() ? "networks are compiled (and dumped) but not run" : "");
+
+  const bool sync = v["pynative_synchronize"].get<bool>();
+  policy.pynative_synchronize = plain(
+      snapshot, "pynative_synchronize", sync,
+      std::string(sync ? "each op runs before its call returns; errors name the call site"
+                       : "ops are queued and run in order; errors surface at the next sync point") +
+          (graph ? " (applies in PYNATIVE_MODE only)" : ""));
+  decide_threads(snapshot, cores, policy);
+  const bool deterministic = v["deterministic"] == "ON";
+  policy.deterministic =
+      plain(snapshot, "deterministic", deterministic,
+            deterministic ? "fixed reduction order and thread split: equal inputs, equal bits"
+                          : "reductions may split differently across threads");
+  decide_memory(snapshot, policy);
+
+  const bool debug = v["debug_level"] == "DEBUG";
+  policy.debug_level =
+      plain(snapshot, "debug_level", debug ? DebugLevel::kDebug : DebugLevel::kRelease,
+            debug ? "compilation keeps more debug information" : "");
+  policy.reserve_class_name_in_scope =
+      plain(snapshot, "reserve_class_name_in_scope", v["reserve_class_name_in_scope"].get<bool>(),
+            v["reserve_class_name_in_scope"].get<bool>() ? "scopes read Default/net-Mlp/fc1-Dense"
+                                                         : "scopes read Default/net/fc1");
+  policy.max_call_depth = plain(snapshot, "max_call_depth", v["max_call_depth"].get<int>(), "");
+  const std::string print_path = v["print_file_path"].get<std::string>();
+  policy.print_file_path =
+      plain(snapshot, "print_file_path", print_path,
+            print_path.empty() ? "Print writes to the screen" : "Print writes to this file");
+  policy.check_bprop = plain(snapshot, "check_bprop", v["check_bprop"].get<bool>(), "");
+  policy.grad_for_scalar = plain(snapshot, "grad_for_scalar", v["grad_for_scalar"].get<bool>(), "");
+  policy.ineffective_keys = ineffective(snapshot);
+  return policy;
+}
+
+std::vector<Explanation> explain(const Policy& p) {
+  const auto b = [](bool value) { return on_off(value); };
+  const auto n = [](auto value) { return std::to_string(value); };
+  std::vector<Explanation> out = {
+      {"mode", std::string(to_string(p.mode.value)), p.mode.reason},
+      {"jit_level", std::string(to_string(p.jit_level.value)), p.jit_level.reason},
+      {"infer_boost", b(p.infer_boost.value), p.infer_boost.reason},
+      {"jit_syntax_level", std::string(to_string(p.jit_syntax_level.value)),
+       p.jit_syntax_level.reason},
+      {"fusion.opt_level", n(p.fusion_level.value), p.fusion_level.reason},
+      {"fusion.flags", to_string(p.fusion_flags), "parsed from graph_kernel_flags"},
+      {"fusion.stitch", b(p.stitch_fusion.value), p.stitch_fusion.reason},
+      {"fusion.parallel", b(p.parallel_fusion.value), p.parallel_fusion.reason},
+      {"fusion.recompute", b(p.recompute_fusion.value), p.recompute_fusion.reason},
+      {"dump.level", n(p.dump_level.value), p.dump_level.reason},
+      {"dump.dir", p.dump_dir.value, p.dump_dir.reason},
+      {"compile_cache", b(p.compile_cache.value), p.compile_cache.reason},
+      {"compile_cache.dir", p.compile_cache_dir.value, p.compile_cache_dir.reason},
+      {"precompile_only", b(p.precompile_only.value), p.precompile_only.reason},
+      {"pynative_synchronize", b(p.pynative_synchronize.value), p.pynative_synchronize.reason},
+      {"threads.intra_op", n(p.intra_op_threads.value), p.intra_op_threads.reason},
+      {"threads.inter_op", n(p.inter_op_parallelism.value), p.inter_op_parallelism.reason},
+      {"deterministic", b(p.deterministic.value), p.deterministic.reason},
+      {"memory.max_bytes", n(p.max_device_memory_bytes.value), p.max_device_memory_bytes.reason},
+      {"memory.pool_block_bytes", n(p.mempool_block_bytes.value), p.mempool_block_bytes.reason},
+      {"memory.optimize_level", std::string(to_string(p.memory_optimize_level.value)),
+       p.memory_optimize_level.reason},
+      {"memory.reuse", b(p.memory_reuse.value), p.memory_reuse.reason},
+      {"rdr",
+       p.rdr.value.enable ? "on, mode " + n(p.rdr.value.mode) + ", path '" + p.rdr.value.path + "'"
+                          : "off",
+       p.rdr.reason},
+      {"debug_level", std::string(to_string(p.debug_level.value)), p.debug_level.reason},
+      {"reserve_class_name_in_scope", b(p.reserve_class_name_in_scope.value),
+       p.reserve_class_name_in_scope.reason},
+      {"max_call_depth", n(p.max_call_depth.value), p.max_call_depth.reason},
+      {"print_file_path", p.print_file_path.value.empty() ? "(screen)" : p.print_file_path.value,
+       p.print_file_path.reason},
+      {"check_bprop", b(p.check_bprop.value), p.check_bprop.reason},
+      {"grad_for_scalar", b(p.grad_for_scalar.value), p.grad_for_scalar.reason},
+      {"parallel.device_num", n(p.device_num.value), p.device_num.reason},
+      {"parallel.global_rank", n(p.global_rank.value), p.global_rank.reason},
+  };
+  for (const auto& key : p.ineffective_keys) {
+    out.push_back({"ignored." + key.name, key.value, key.reason});
+  }
+  return out;
+}
+
+}  // namespace mf::context

@@ -1,0 +1,110 @@
+#pragma once
+// Policy: every engine decision derived from a context Snapshot, typed and with its reason. Layers
+// below the engine never see key names; they get options the engine builds from these fields.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "context/context.h"
+#include "context/graph_kernel_flags.h"
+
+namespace mf::context {
+
+enum class ExecutionMode { kGraph, kPynative };
+enum class JitLevel { kO0, kO1, kO2 };
+enum class MemoryOptimizeLevel { kO0, kO1 };
+enum class DebugLevel { kRelease, kDebug };
+enum class JitSyntaxLevel { kStrict, kCompatible, kLax };
+
+std::string_view to_string(ExecutionMode mode);  // "GRAPH_MODE" / "PYNATIVE_MODE"
+std::string_view to_string(JitLevel level);      // "O0" / "O1" / "O2"
+std::string_view to_string(MemoryOptimizeLevel level);
+std::string_view to_string(DebugLevel level);
+std::string_view to_string(JitSyntaxLevel level);
+// "O0" / "O1" / "O2" -> JitLevel; throws InvalidArgument otherwise (for a network's own JitConfig).
+JitLevel parse_jit_level(std::string_view text);
+
+// One decision: the value in effect and why, in words a user can act on.
+template <typename T>
+struct Decision {
+  T value{};
+  std::string reason;
+};
+
+// The Running Data Recorder settings of the env_config_path file.
+struct RdrConfig {
+  bool enable = false;
+  int mode = 1;      // 1: export on failure; 2: on failure and at a normal end
+  std::string path;  // absolute, or empty
+};
+
+// One line of `mf context explain`: the decision's name, its value as text, and the reason.
+struct Explanation {
+  std::string name;
+  std::string value;
+  std::string reason;
+};
+
+// Everything the engine decides from the context. Built by derive_policy; a plain value to copy and
+// hold.
+struct Policy {
+  Decision<ExecutionMode> mode;
+  Decision<JitLevel> jit_level;
+  Decision<bool> infer_boost;
+  Decision<JitSyntaxLevel> jit_syntax_level;
+  // Graph-kernel fusion: 0 none, 1 basic, 2 + CSE and simplification, 3 + stitch and parallel
+  // fusion.
+  Decision<int> fusion_level;
+  GraphKernelFlags
+      fusion_flags;  // parsed graph_kernel_flags (lists of ops and passes, dump_as_text)
+  Decision<bool> stitch_fusion;
+  Decision<bool> parallel_fusion;
+  Decision<bool> recompute_fusion;
+  // Dumps: save_graphs level and the directory (rank_<id>/ below save_graphs_path when device_num >
+  // 1).
+  Decision<int> dump_level;
+  Decision<std::string> dump_dir;
+  Decision<bool> compile_cache;
+  Decision<std::string> compile_cache_dir;  // compile_cache_path/rank_<global_rank>
+  Decision<bool> precompile_only;
+  // Execution.
+  Decision<bool> pynative_synchronize;
+  Decision<int> intra_op_threads;      // min(runtime_num_threads, cores); 0 -> cores
+  Decision<int> inter_op_parallelism;  // nodes that may run at once
+  Decision<bool> deterministic;
+  // Memory.
+  Decision<std::uint64_t> max_device_memory_bytes;
+  Decision<std::uint64_t> mempool_block_bytes;
+  Decision<MemoryOptimizeLevel> memory_optimize_level;
+  Decision<bool> memory_reuse;  // env_config_path's sys.mem_Reuse (true unless the file says false)
+  Decision<RdrConfig> rdr;
+  // Front end and debugging.
+  Decision<DebugLevel> debug_level;
+  Decision<bool> reserve_class_name_in_scope;
+  Decision<int> max_call_depth;
+  Decision<std::string> print_file_path;  // empty: print to the screen
+  Decision<bool> check_bprop;
+  Decision<bool> grad_for_scalar;
+  // Distribution (from the auto-parallel context).
+  Decision<int> device_num;
+  Decision<int> global_rank;
+  // Keys set away from their defaults that do nothing on CPU (GPU/Ascend-only, deprecated, ps).
+  std::vector<Explanation> ineffective_keys;
+};
+
+// Inputs of derive_policy besides the snapshot.
+struct DeriveOptions {
+  std::optional<JitLevel>
+      network_jit_level;  // a network's own JitConfig; beats jit_config.jit_level
+  int cores = 0;          // 0: std::thread::hardware_concurrency()
+};
+
+Policy derive_policy(const Snapshot& snapshot, std::optional<JitLevel> network_jit_level = {});
+Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options);
+
+std::vector<Explanation> explain(const Policy& policy);
+
+}  // namespace mf::context

@@ -1,0 +1,103 @@
+#include "context/store.h"
+
+#include <mutex>
+#include <shared_mutex>
+
+#include "base/error.h"
+#include "base/logging.h"
+#include "context/value_parsing.h"
+
+namespace mf::context::detail {
+namespace {
+
+struct Store {
+  std::shared_mutex mutex;
+  std::shared_ptr<const State> state = std::make_shared<const State>(default_state());
+};
+
+Store& store() {
+  static Store instance;
+  return instance;
+}
+
+void note_effects(const KeySpec& spec, std::string_view api,
+                  std::vector<PendingWarning>& warnings) {
+  if (!spec.deprecated.empty()) {
+    warnings.push_back({std::string(api) + ":deprecated:" + spec.name, spec.deprecated});
+  } else if (!spec.effective_on_cpu) {
+    warnings.push_back({std::string(api) + ":no-effect:" + spec.name,
+                        "'" + spec.name + "' applies to " + device_names(spec.devices) +
+                            " and has no effect on CPU; it is stored and shown by `mf context "
+                            "explain`"});
+  }
+}
+
+}  // namespace
+
+State default_state() {
+  State state;
+  state.values = defaults_of(context_keys());
+  state.auto_parallel = defaults_of(auto_parallel_keys());
+  state.ps = defaults_of(ps_keys());
+  return state;
+}
+
+std::shared_ptr<const State> current_state() {
+  std::shared_lock lock(store().mutex);
+  return store().state;
+}
+
+void update_state(const std::function<void(State&, std::vector<PendingWarning>&)>& change) {
+  std::vector<PendingWarning> warnings;
+  {
+    std::unique_lock lock(store().mutex);
+    auto next = std::make_shared<State>(*store().state);
+    change(*next, warnings);  // throws before anything is published
+    next->version = store().state->version + 1;
+    store().state = std::move(next);
+  }
+  for (const auto& warning : warnings) log::warn_once(warning.once_key, warning.message);
+}
+
+void apply_key(std::string_view api, const std::vector<KeySpec>& table, Json& target,
+               std::string_view key, const Json& value, std::vector<PendingWarning>& warnings) {
+  const std::size_t dot = key.find('.');
+  const std::string_view name = key.substr(0, dot);
+  const KeySpec* spec = find_key(table, name);
+  if (spec == nullptr) fail_unknown_key(api, table, name);
+  if (dot == std::string_view::npos) {
+    Json normalized = normalize_value(api, *spec, value);
+    target[spec->alias_of.empty() ? spec->name : spec->alias_of] = std::move(normalized);
+  } else {
+    // A dotted key changes one sub-key and keeps the others, unlike a whole dict, which replaces.
+    MF_CHECK(spec->type == ValueType::kDict, InvalidArgument, "For '", api, "', '", spec->name,
+             "' is a ", type_name(*spec), ", not a dict, so '", key, "' names nothing");
+    const std::string_view sub_name = key.substr(dot + 1);
+    const KeySpec* sub = find_key(spec->sub_keys, sub_name);
+    if (sub == nullptr) fail_unknown_key(api, spec->sub_keys, sub_name, spec->name);
+    if (value.is_null() && sub->default_value.is_null()) {
+      target[spec->name].erase(sub->name);
+    } else {
+      target[spec->name][sub->name] = normalize_value(api, *sub, value, key);
+    }
+  }
+  note_effects(*spec, api, warnings);
+}
+
+Json lookup_key(std::string_view api, const std::vector<KeySpec>& table, const Json& values,
+                std::string_view key) {
+  const std::size_t dot = key.find('.');
+  const std::string_view name = key.substr(0, dot);
+  const KeySpec* spec = find_key(table, name);
+  if (spec == nullptr) fail_unknown_key(api, table, name);
+  const Json& value = values.at(spec->alias_of.empty() ? spec->name : spec->alias_of);
+  if (dot == std::string_view::npos) return value;
+  MF_CHECK(spec->type == ValueType::kDict, InvalidArgument, "For '", api, "', '", spec->name,
+           "' is a ", type_name(*spec), ", not a dict, so '", key, "' names nothing");
+  const std::string_view sub_name = key.substr(dot + 1);
+  const KeySpec* sub = find_key(spec->sub_keys, sub_name);
+  if (sub == nullptr) fail_unknown_key(api, spec->sub_keys, sub_name, spec->name);
+  return value.value(sub->name, Json());  // null: a sub-key that is not set
+}
+
+}  // namespace mf::context::detail

@@ -1,0 +1,125 @@
+// Runs the `mf` binary and checks exit codes and output of `mf context ...`.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct MfRun {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+MfRun run_mf(const std::string& args) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("mf_context_cli_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto out = dir / "out.txt";
+  const auto err = dir / "err.txt";
+  const std::string command =
+      std::string(MF_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(command.c_str());
+  MfRun run;
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = slurp(out);
+  run.err = slurp(err);
+  return run;
+}
+
+TEST(ContextCliTest, ListPrintsEveryKey) {
+  const MfRun run = run_mf("context list");
+  ASSERT_EQ(run.code, 0) << run.err;
+  for (const char* key : {"mode", "save_graphs_path", "jit_config", "runtime_num_threads",
+                          "auto_parallel_context.device_num", "ps_context.enable_ps"}) {
+    EXPECT_NE(run.out.find(key), std::string::npos) << key;
+  }
+  EXPECT_NE(run.out.find("no effect on CPU"), std::string::npos);
+}
+
+TEST(ContextCliTest, ListJsonParsesAndShowsCurrentValues) {
+  const MfRun run = run_mf("context list --json --set save_graphs=3");
+  ASSERT_EQ(run.code, 0) << run.err;
+  const auto keys = nlohmann::json::parse(run.out);
+  ASSERT_TRUE(keys.is_array());
+  bool found = false;
+  for (const auto& key : keys) {
+    EXPECT_TRUE(key.contains("type") && key.contains("default") && key.contains("allowed") &&
+                key.contains("devices") && key.contains("doc"))
+        << key.dump();
+    if (key["name"] == "save_graphs") {
+      found = true;
+      EXPECT_EQ(key["current"], 3);
+      EXPECT_EQ(key["default"], 0);
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(ContextCliTest, GetAppliesGlobalOptions) {
+  EXPECT_EQ(run_mf("context get mode").out, "1\n");
+  EXPECT_EQ(run_mf("context get mode --set mode=GRAPH_MODE").out, "0\n");
+  EXPECT_EQ(run_mf("context get mode --mode graph").out, "0\n");
+  EXPECT_EQ(run_mf("--set jit_config.jit_level=O2 context get jit_config.jit_level").out, "O2\n");
+}
+
+TEST(ContextCliTest, GetReadsContextFile) {
+  const auto file = std::filesystem::temp_directory_path() / "mf_cli_context.json";
+  std::ofstream(file) << R"({"save_graphs": true, "jit_config": {"infer_boost": "on"}})";
+  const MfRun run = run_mf("context get save_graphs --context " + file.string());
+  EXPECT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "2\n");
+}
+
+TEST(ContextCliTest, ExplainShowsDecisionsWithReasons) {
+  const MfRun run = run_mf("context explain --set jit_config.jit_level=O1 --set mode=GRAPH_MODE");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("jit_config.jit_level='O1'"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("fusion opt_level=2 because jit_level=O1"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("fingerprint "), std::string::npos);
+}
+
+TEST(ContextCliTest, ExplainReportsKeysWithoutEffectOnCpu) {
+  const MfRun run = run_mf("context explain --set op_timeout=5");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("ignored.op_timeout"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("no effect on CPU"), std::string::npos);
+}
+
+TEST(ContextCliTest, BadKeyIsAUserError) {
+  const MfRun run = run_mf("context get mode --set save_graph=1");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_EQ(run.err.rfind("error: ", 0), 0u) << run.err;
+  EXPECT_NE(run.err.find("did you mean 'save_graphs'"), std::string::npos) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+}
+
+TEST(ContextCliTest, BadValueAndBadFileAreUserErrors) {
+  EXPECT_EQ(run_mf("context get mode --set device_target=GPU").code, 1);
+  EXPECT_EQ(run_mf("context get mode --set nonsense").code, 1);
+  const MfRun missing = run_mf("context get mode --context /nonexistent/ctx.json");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("/nonexistent/ctx.json"), std::string::npos);
+}
+
+TEST(ContextCliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(run_mf("context frobnicate").code, 2);
+  EXPECT_EQ(run_mf("context get").code, 2);
+  EXPECT_EQ(run_mf("context list --mode sideways").code, 2);
+}
+
+}  // namespace

@@ -1,7 +1,7 @@
 #include "ir/graph.h"
 
 #include <algorithm>
-#include <deque>
+#include <queue>
 #include <unordered_map>
 
 #include "base/error.h"
@@ -284,34 +284,37 @@ void Graph::set_output(size_t i, Value value) {
 }
 
 std::vector<Node*> Graph::topological_order() const {
-  // Kahn's algorithm seeded and drained in program order, so an already sorted graph comes back as
-  // is.
-  std::unordered_map<const Node*, size_t> pending;
-  pending.reserve(nodes_.size());
+  // Kahn's algorithm, always taking the ready node that comes first in program order, so an already
+  // sorted graph comes back unchanged and a repaired one moves as little as possible.
+  std::unordered_map<const Node*, std::pair<size_t, size_t>> state;  // node -> (position, pending)
+  state.reserve(nodes_.size());
+  using Entry = std::pair<size_t, Node*>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
+  size_t position = 0;
   for (const Node& node : nodes_) {
-    size_t n = 0;
-    for (const Value& v : node.inputs_) n += v.node() != nullptr ? 1 : 0;
-    pending[&node] = n;
+    size_t pending = 0;
+    for (const Value& v : node.inputs_) pending += v.node() != nullptr ? 1 : 0;
+    state[&node] = {position, pending};
+    if (pending == 0) ready.emplace(position, const_cast<Node*>(&node));
+    ++position;
   }
   std::vector<Node*> order;
   order.reserve(nodes_.size());
-  std::deque<Node*> ready;
-  for (const Node& node : nodes_) {
-    if (pending[&node] == 0) ready.push_back(const_cast<Node*>(&node));
-  }
   while (!ready.empty()) {
-    Node* node = ready.front();
-    ready.pop_front();
+    Node* node = ready.top().second;
+    ready.pop();
     order.push_back(node);
     for (const UseList& uses : node->uses_) {
       for (const Use& use : uses) {
-        if (use.user != nullptr && --pending[use.user] == 0) ready.push_back(use.user);
+        if (use.user == nullptr) continue;
+        auto& [pos, pending] = state[use.user];
+        if (--pending == 0) ready.emplace(pos, use.user);
       }
     }
   }
   if (order.size() != nodes_.size()) {
     for (const Node& node : nodes_) {
-      MF_CHECK(pending[&node] == 0, Internal, "graph @", name_, " has a cycle through op '",
+      MF_CHECK(state[&node].second == 0, Internal, "graph @", name_, " has a cycle through op '",
                node.op_, "' (node id ", node.id_, ")");
     }
   }

@@ -1,0 +1,196 @@
+#include "ir/graph.h"
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "tests/ir/test_ops.h"
+
+namespace mf::ir {
+namespace {
+
+using testing::f32;
+
+class GraphTest : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::register_test_ops(); }
+};
+
+std::vector<std::string> ops_in_order(Graph& g) {
+  std::vector<std::string> out;
+  for (Node& n : g.nodes()) out.push_back(n.op());
+  return out;
+}
+
+TEST_F(GraphTest, BuildInfersTypesAndRecordsUses) {
+  Graph g("net");
+  Parameter* x = g.add_parameter("x", f32({4, 3}));
+  Parameter* w = g.add_parameter("fc.weight", f32({5, 3}), /*is_weight=*/true);
+  Node* mm = g.add_node("test_matmul", {x, w}, {{"transpose_b", true}}, {"Default/fc", "a.cc:3"});
+  Node* r = g.add_node("test_relu", {mm});
+  g.add_output(r);
+
+  EXPECT_EQ(mm->output_type(), f32({4, 5}));
+  EXPECT_EQ(mm->def(), find_op("test_matmul"));
+  EXPECT_EQ(std::get<bool>(mm->attrs().at("transpose_a")), false);  // default filled in
+  EXPECT_EQ(mm->scope(), "Default/fc");
+  EXPECT_EQ(mm->location(), "a.cc:3");
+  EXPECT_TRUE(w->is_weight());
+  EXPECT_EQ(g.find_parameter("fc.weight"), w);
+  ASSERT_EQ(x->uses().size(), 1u);
+  EXPECT_EQ(x->uses()[0], (Use{mm, 0}));
+  EXPECT_EQ(w->uses()[0], (Use{mm, 1}));
+  EXPECT_EQ(mm->uses(), (UseList{{r, 0}}));
+  EXPECT_EQ(r->uses(), (UseList{{nullptr, 0}}));
+  EXPECT_EQ(g.uses(r), r->uses());
+  EXPECT_NE(mm->id(), r->id());
+  EXPECT_EQ(g.num_nodes(), 2u);
+}
+
+TEST_F(GraphTest, AddNodeErrors) {
+  Graph g;
+  Parameter* x = g.add_parameter("x", f32({2}));
+  Parameter* y = g.add_parameter("y", f32({3}));
+  EXPECT_THROW(g.add_node("test_nope", {x}), Error);
+  try {
+    g.add_node("test_add", {x, y});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(e.message().find("shapes (2) and (3) cannot be broadcast"), std::string::npos);
+  }
+  EXPECT_THROW(g.add_parameter("x", f32({1})), Error);      // duplicate
+  EXPECT_THROW(g.add_parameter("a b", f32({1})), Error);    // not printable bare
+  EXPECT_THROW(g.add_node("test_relu", {Value()}), Error);  // null operand
+  Graph other;
+  Parameter* foreign = other.add_parameter("z", f32({2}));
+  EXPECT_THROW(g.add_node("test_relu", {foreign}), Error);
+  EXPECT_THROW(g.add_node("test_relu", {x}, {}, {"a\nb", ""}), Error);
+  EXPECT_EQ(g.num_nodes(), 0u);
+}
+
+TEST_F(GraphTest, ReplaceAllUsesMovesOperandsAndOutputs) {
+  Graph g;
+  Parameter* x = g.add_parameter("x", f32({3}));
+  Node* a = g.add_node("test_relu", {x});
+  Node* b = g.add_node("test_add", {a, a});
+  g.add_output(a);
+  g.add_output(b);
+
+  Node* c = g.add_node("test_relu", {x});
+  g.replace_all_uses(a, c);
+  EXPECT_EQ(b->input(0), Value(c));
+  EXPECT_EQ(b->input(1), Value(c));
+  EXPECT_EQ(g.outputs()[0], Value(c));
+  EXPECT_TRUE(a->uses().empty());
+  EXPECT_EQ(c->uses().size(), 3u);
+
+  // y = f(x); replace x by y everywhere except in y itself.
+  Node* y = g.add_node("test_relu", {c});
+  g.replace_all_uses(c, y, /*except=*/y);
+  EXPECT_EQ(y->input(0), Value(c));
+  EXPECT_EQ(c->uses(), (UseList{{y, 0}}));
+  EXPECT_EQ(b->input(0), Value(y));
+
+  Parameter* other = g.add_parameter("i", {DType::kInt32, {3}});
+  EXPECT_THROW(g.replace_all_uses(y, other), Error);  // types differ
+}
+
+TEST_F(GraphTest, EraseOnlyWhenUnused) {
+  Graph g;
+  Parameter* x = g.add_parameter("x", f32({3}));
+  Node* a = g.add_node("test_relu", {x});
+  Node* b = g.add_node("test_relu", {a});
+  g.add_output(b);
+  try {
+    g.erase_node(a);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    EXPECT_NE(e.message().find("cannot erase op 'test_relu'"), std::string::npos);
+  }
+  g.set_output(0, a);
+  EXPECT_TRUE(b->uses().empty());
+  g.erase_node(b);
+  EXPECT_EQ(a->uses(), (UseList{{nullptr, 0}}));
+  EXPECT_EQ(g.num_nodes(), 1u);
+  EXPECT_EQ(x->uses().size(), 1u);
+}
+
+TEST_F(GraphTest, InsertMoveAndTopologicalOrder) {
+  Graph g;
+  Parameter* x = g.add_parameter("x", f32({3}));
+  Node* a = g.add_node("test_relu", {x});
+  Node* c = g.add_node("test_add", {a, a});
+  Node* b = g.insert_node(c, "test_cast", {a}, {{"to", DType::kInt32}});
+  EXPECT_EQ(ops_in_order(g), (std::vector<std::string>{"test_relu", "test_cast", "test_add"}));
+  EXPECT_EQ(b->output_type().dtype, DType::kInt32);
+
+  g.move_node(a, nullptr);  // now a is after its users: the list is out of order
+  EXPECT_EQ(ops_in_order(g), (std::vector<std::string>{"test_cast", "test_add", "test_relu"}));
+  std::vector<Node*> order = g.topological_order();
+  ASSERT_EQ(order.size(), 3u);
+  EXPECT_EQ(order[0], a);
+  g.sort_nodes();
+  EXPECT_EQ(ops_in_order(g), (std::vector<std::string>{"test_relu", "test_cast", "test_add"}));
+}
+
+TEST_F(GraphTest, SetInputAndCycles) {
+  Graph g;
+  Parameter* x = g.add_parameter("x", f32({3}));
+  Node* a = g.add_node("test_relu", {x});
+  Node* b = g.add_node("test_relu", {a});
+  g.set_input(a, 0, b);  // a <-> b
+  EXPECT_TRUE(x->uses().empty());
+  EXPECT_EQ(b->uses(), (UseList{{a, 0}}));
+  try {
+    g.topological_order();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    EXPECT_NE(e.message().find("has a cycle through op 'test_relu'"), std::string::npos);
+  }
+  EXPECT_THROW(g.set_input(a, 1, x), Error);
+}
+
+TEST_F(GraphTest, MultipleOutputsHaveSeparateUseLists) {
+  Graph g;
+  Parameter* x = g.add_parameter("x", f32({4, 2}));
+  Node* s = g.add_node("test_split", {x}, {{"num", int64_t{2}}});
+  ASSERT_EQ(s->num_outputs(), 2u);
+  Node* r = g.add_node("test_relu", {s->output(1)});
+  EXPECT_TRUE(s->uses(0).empty());
+  EXPECT_EQ(s->uses(1), (UseList{{r, 0}}));
+  EXPECT_EQ(r->output_type(), f32({2, 2}));
+  EXPECT_THROW(g.add_node("test_relu", {Value(s, 2)}), Error);
+}
+
+TEST_F(GraphTest, ConstantsAndSubgraphs) {
+  Graph g("main");
+  Constant* c = g.add_constant<float>({2}, {1.0f, 2.5f});
+  EXPECT_EQ(c->type(), f32({2}));
+  EXPECT_EQ(c->data<float>()[1], 2.5f);
+  EXPECT_THROW(g.add_constant(f32({3}), std::vector<uint8_t>(4)), Error);
+  EXPECT_THROW(g.add_constant({DType::kBool, {1}}, std::vector<uint8_t>{2}), Error);
+
+  Graph* body = g.add_subgraph("body");
+  Graph* inner = body->add_subgraph("inner");
+  EXPECT_EQ(body->parent(), &g);
+  EXPECT_EQ(g.find_subgraph("body"), body);
+  EXPECT_EQ(g.find_subgraph("inner"), nullptr);
+  EXPECT_EQ(inner->resolve_subgraph("body"), body);  // found through the parent
+  EXPECT_EQ(g.subgraphs(), (std::vector<Graph*>{body}));
+  EXPECT_THROW(g.add_subgraph("body"), Error);
+  EXPECT_THROW(g.add_subgraph("a/b"), Error);
+}
+
+TEST_F(GraphTest, ReinferAfterAttributeChange) {
+  Graph g;
+  Parameter* x = g.add_parameter("x", f32({2, 3}));
+  Node* c = g.add_node("test_cast", {x}, {{"to", DType::kInt32}});
+  c->set_attr("to", DType::kFloat64);
+  g.reinfer(c);
+  EXPECT_EQ(c->output_type().dtype, DType::kFloat64);
+}
+
+}  // namespace
+}  // namespace mf::ir

@@ -197,7 +197,12 @@ void expect(bool ok, std::string_view api, std::string_view key, std::string_vie
 }  // namespace
 
 std::string describe(const Json& value) {
-  if (value.is_string()) return "'" + value.get<std::string>() + "'";
+  if (value.is_string()) {
+    std::string out = "'";  // appended, not operator+: GCC 12 warns falsely (-Wrestrict) on "'" + s
+    out += value.get_ref<const std::string&>();
+    out += '\'';
+    return out;
+  }
   return value.dump();
 }
 

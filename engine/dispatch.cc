@@ -45,7 +45,7 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
     auto impl = std::make_shared<TensorImpl>();
     impl->type = type;
     const size_t bytes = size_t(ir::num_elements(type.shape)) * ir::dtype_size(type.dtype);
-    impl->buffer = runtime::default_pool().allocate(std::max<size_t>(bytes, 1), op);
+    impl->buffer = allocate_tensor_memory(bytes, op);
     outputs.emplace_back(std::move(impl));
   }
 

@@ -1,5 +1,6 @@
 #include "engine/engine_state.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "runtime/eager_executor.h"
@@ -42,6 +43,11 @@ std::shared_ptr<const context::Policy> current_policy() {
     cached.version = snapshot.version();
   }
   return cached.policy;
+}
+
+std::shared_ptr<runtime::Buffer> allocate_tensor_memory(size_t bytes, std::string_view op) {
+  current_policy();  // a changed max_device_memory applies before this allocation
+  return runtime::default_pool().allocate(std::max<size_t>(bytes, 1), op);
 }
 
 }  // namespace mf::engine

@@ -7,10 +7,15 @@
 #include <memory>
 
 #include "context/policy.h"
+#include "runtime/memory_pool.h"
 
 namespace mf::engine {
 
 // The Policy in effect now. Cheap when the context has not changed since the last call.
 std::shared_ptr<const context::Policy> current_policy();
+
+// Allocates tensor memory from the pool under the limits in effect now (a zero-byte request gets
+// one byte, so every tensor has an address). `op` names the requester in an OutOfMemory message.
+std::shared_ptr<runtime::Buffer> allocate_tensor_memory(size_t bytes, std::string_view op);
 
 }  // namespace mf::engine

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "engine/engine_state.h"
 #include "engine/npy.h"
 #include "runtime/eager_executor.h"
 
@@ -33,7 +34,7 @@ std::shared_ptr<TensorImpl> allocate_impl(const Shape& shape, DType dtype, std::
   auto impl = std::make_shared<TensorImpl>();
   impl->type = {dtype, shape};
   const size_t bytes = size_t(ir::num_elements(shape)) * ir::dtype_size(dtype);
-  impl->buffer = runtime::default_pool().allocate(std::max<size_t>(bytes, 1), what);
+  impl->buffer = engine::allocate_tensor_memory(bytes, what);
   return impl;
 }
 

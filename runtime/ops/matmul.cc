@@ -241,7 +241,7 @@ const ir::OpRegistration kBatchMatmul =
             sample({f32({2, 3, 4}), f32({2, 4, 5})}, transposes(false, false)),
             sample({f32({2, 4, 3}), f32({1, 5, 4})}, transposes(true, true)),
             sample({f32({3, 1, 2, 4}), f32({2, 4, 6})}, transposes(false, false)),
-            sample({f32({4, 3}), f32({2, 3, 5})}, transposes(true, false)),
+            sample({f32({4, 3}), f32({2, 4, 5})}, transposes(true, false)),
             sample({f32({2, 4, 16, 8}), f32({2, 4, 16, 8})}, transposes(false, true)),
         })
         .tolerance(1e-4)

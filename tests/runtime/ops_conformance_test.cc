@@ -1,0 +1,241 @@
+// One test walks the op registry: every op, every sample, every dtype the op accepts. The kernel
+// must match the op's double-precision reference within its tolerance, produce the shapes inference
+// promised, give the same bits on one thread as on many, and (for elementwise ops) agree bit for
+// bit with its own tile math, which is what the fused-kernel evaluator runs.
+//
+// Nothing here names an op: adding an op to runtime/ops/ adds its cases.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "base/error.h"
+#include "ir/op_def.h"
+#include "runtime/ops/print_sink.h"
+#include "runtime/parallel.h"
+#include "tests/runtime/ops_test_util.h"
+
+namespace mf::runtime::ops {
+namespace {
+
+using ir::DType;
+using ir::OpDef;
+using ir::TensorType;
+using testing::HostTensor;
+
+struct Case {
+  const OpDef* op;
+  size_t sample;
+};
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const OpDef* op : ir::all_ops()) {
+    for (size_t i = 0; i < op->samples.size(); ++i) cases.push_back({op, i});
+  }
+  return cases;
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return info.param.op->name + "_" + std::to_string(info.param.sample);
+}
+
+// Random values of the right kind for `dtype`, drawn from the sample's range.
+std::vector<double> random_values(const TensorType& type, const ir::OpSample& s,
+                                  std::mt19937_64& rng) {
+  const int64_t n = ir::num_elements(type.shape);
+  std::vector<double> values(n);
+  std::uniform_real_distribution<double> real(s.input_low, s.input_high);
+  for (double& v : values) {
+    switch (type.dtype) {
+      case DType::kFloat32:
+      case DType::kFloat64:
+        v = real(rng);
+        break;
+      case DType::kInt32:
+      case DType::kInt64:
+        v = std::round(5.0 * real(rng));
+        break;
+      case DType::kBool:
+        v = (rng() & 1) ? 1.0 : 0.0;
+        break;
+    }
+  }
+  return values;
+}
+
+struct KernelRun {
+  std::vector<HostTensor> outputs;
+};
+
+KernelRun run_kernel(const OpDef& op, std::vector<HostTensor>& inputs,
+                     const std::vector<TensorType>& out_types, const ir::Attrs& attrs) {
+  KernelRun run;
+  for (const TensorType& t : out_types) run.outputs.emplace_back(t);
+  std::vector<ir::TensorView> in_views, out_views;
+  for (HostTensor& t : inputs) in_views.push_back(t.view());
+  for (HostTensor& t : run.outputs) out_views.push_back(t.view());
+  const ir::KernelContext ctx{in_views, out_views, attrs, op.name, true};
+  op.kernel(ctx);
+  return run;
+}
+
+class OpConformance : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    // Keep print's output out of the test log.
+    sink_ = std::make_unique<ScopedPrintSink>(
+        [this](std::string_view, const ir::TensorView&) { ++prints_; });
+  }
+  std::unique_ptr<ScopedPrintSink> sink_;
+  int prints_ = 0;
+};
+
+TEST_P(OpConformance, KernelMatchesReference) {
+  const OpDef& op = *GetParam().op;
+  const ir::OpSample& s = op.samples[GetParam().sample];
+  std::seed_seq seed(op.name.begin(), op.name.end());
+  std::mt19937_64 rng(seed);
+  rng.discard(GetParam().sample * 7919);
+
+  // The sample's dtype is the one its first floating input has; the other dtypes are tried in its
+  // place, and the op "claims" a dtype when inference accepts it.
+  DType main_dtype = DType::kFloat32;
+  for (const TensorType& t : s.inputs) {
+    if (ir::is_floating(t.dtype)) {
+      main_dtype = t.dtype;
+      break;
+    }
+  }
+  int runs = 0;
+  for (DType dtype : ir::kAllDTypes) {
+    std::vector<TensorType> types = s.inputs;
+    bool changed = false;
+    for (TensorType& t : types) {
+      if (t.dtype == main_dtype && dtype != main_dtype) {
+        t.dtype = dtype;
+        changed = true;
+      }
+    }
+    if (dtype != main_dtype && !changed) continue;
+    SCOPED_TRACE(std::string("dtype ") + std::string(ir::dtype_name(dtype)));
+
+    ir::Attrs attrs = s.attrs;
+    std::vector<TensorType> out_types;
+    try {
+      out_types = op.infer_types(types, attrs);
+    } catch (const Error& e) {
+      // Refusing a dtype is fine, but only as a user error with a message; the sample's own dtype
+      // must always be accepted.
+      ASSERT_NE(dtype, main_dtype) << "the sample's own types are rejected: " << e.what();
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+      continue;
+    }
+
+    std::vector<HostTensor> inputs;
+    std::vector<ir::RefTensor> ref_inputs;
+    for (const TensorType& t : types) {
+      inputs.push_back(HostTensor::from_doubles(t, random_values(t, s, rng)));
+      // The reference sees exactly the values the kernel sees.
+      ref_inputs.push_back({t.shape, inputs.back().to_doubles()});
+    }
+
+    KernelRun parallel = run_kernel(op, inputs, out_types, attrs);
+    KernelRun serial;
+    {
+      ScopedIntraOpThreads one(1);
+      serial = run_kernel(op, inputs, out_types, attrs);
+    }
+    const std::vector<ir::RefTensor> expected = op.reference(ref_inputs, attrs);
+    ASSERT_EQ(expected.size(), out_types.size()) << "reference and inference disagree on outputs";
+    const double tolerance = dtype == DType::kFloat64 ? std::min(op.tolerance, 1e-9) : op.tolerance;
+    for (size_t o = 0; o < out_types.size(); ++o) {
+      SCOPED_TRACE("output " + std::to_string(o));
+      ASSERT_EQ(expected[o].shape, out_types[o].shape)
+          << "inference says " << ir::shape_to_string(out_types[o].shape) << ", reference computes "
+          << ir::shape_to_string(expected[o].shape);
+      EXPECT_TRUE(parallel.outputs[o].same_bytes(serial.outputs[o]))
+          << "one thread and many threads give different bits";
+      const HostTensor& got = parallel.outputs[o];
+      const bool exact = !ir::is_floating(got.type.dtype);
+      int reported = 0;
+      for (int64_t i = 0; i < got.size() && reported < 5; ++i) {
+        const double g = got.get(i), r = expected[o].values[i];
+        if (std::isnan(g) && std::isnan(r)) continue;
+        const double bound = exact ? 0.0 : tolerance * (1.0 + std::abs(r));
+        if (!(std::abs(g - r) <= bound)) {
+          ADD_FAILURE() << "element " << i << ": kernel " << g << ", reference " << r << " (bound "
+                        << bound << ")";
+          ++reported;
+        }
+      }
+    }
+
+    // Fused and unfused results agree bit for bit: the tile math over same-shaped operands.
+    if (op.elementwise && out_types.size() == 1) {
+      bool same_shapes = true;
+      for (const HostTensor& t : inputs)
+        same_shapes = same_shapes && t.type.shape == out_types[0].shape;
+      if (same_shapes) {
+        HostTensor tiled(out_types[0]);
+        std::vector<const void*> ptrs;
+        for (const HostTensor& t : inputs) ptrs.push_back(t.data());
+        op.elementwise->for_dtype(types.back().dtype)(ptrs.data(), tiled.data(), tiled.size());
+        EXPECT_TRUE(tiled.same_bytes(parallel.outputs[0])) << "tile math differs from the kernel";
+      }
+    }
+    ++runs;
+  }
+  EXPECT_GE(runs, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, OpConformance, ::testing::ValuesIn(all_cases()), case_name);
+
+// An op cannot be added untested: everything the conformance test needs must be declared.
+TEST(OpRegistryConformance, EveryOpIsComplete) {
+  const std::vector<const OpDef*> ops = ir::all_ops();
+  EXPECT_GE(ops.size(), 53u);
+  for (const OpDef* op : ops) {
+    SCOPED_TRACE(op->name);
+    EXPECT_TRUE(static_cast<bool>(op->infer));
+    EXPECT_TRUE(static_cast<bool>(op->kernel));
+    EXPECT_TRUE(static_cast<bool>(op->reference));
+    EXPECT_FALSE(op->samples.empty());
+    EXPECT_FALSE(op->doc.empty());
+    EXPECT_GT(op->tolerance, 0.0);
+    if (op->has(ir::Trait::kElementwise)) {
+      ASSERT_TRUE(op->elementwise.has_value()) << "elementwise ops must give their tile math";
+      bool any = false;
+      for (DType d : ir::kAllDTypes) any = any || op->elementwise->for_dtype(d) != nullptr;
+      EXPECT_TRUE(any);
+    }
+    EXPECT_FALSE(op->has(ir::Trait::kPure) && op->has(ir::Trait::kSideEffect));
+  }
+}
+
+// The ops the issue asks for are all registered (the list lives only here and in the files).
+TEST(OpRegistryConformance, IssueOpsAreRegistered) {
+  for (const char* name : {"add",          "sub",         "mul",          "div",
+                           "neg",          "abs",         "exp",          "log",
+                           "sqrt",         "rsqrt",       "square",       "pow",
+                           "maximum",      "minimum",     "relu",         "sigmoid",
+                           "tanh",         "erf",         "gelu_tanh",    "gelu_erf",
+                           "cast",         "select",      "equal",        "less",
+                           "greater",      "matmul",      "batch_matmul", "bias_add",
+                           "conv2d",       "max_pool2d",  "avg_pool2d",   "global_avg_pool",
+                           "reduce_sum",   "reduce_mean", "reduce_max",   "reduce_min",
+                           "softmax",      "log_softmax", "layer_norm",   "batch_norm",
+                           "reshape",      "transpose",   "concat",       "split",
+                           "slice",        "flatten",     "expand_dims",  "squeeze",
+                           "broadcast_to", "fill",        "zeros",        "ones",
+                           "print"}) {
+    EXPECT_NE(ir::find_op(name), nullptr) << name;
+  }
+}
+
+}  // namespace
+}  // namespace mf::runtime::ops

@@ -1,0 +1,78 @@
+#pragma once
+// Test helpers for op kernels: host tensors built from doubles, and running one op through its
+// registry entry (inference, then kernel) the way an executor would.
+
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#include "ir/op_def.h"
+
+namespace mf::runtime::ops::testing {
+
+// A tensor in 8-byte aligned host memory of any dtype.
+struct HostTensor {
+  ir::TensorType type;
+  std::vector<uint64_t> storage;
+
+  HostTensor() = default;
+  explicit HostTensor(ir::TensorType t) : type(std::move(t)) {
+    storage.assign((ir::num_elements(type.shape) * ir::dtype_size(type.dtype) + 7) / 8 + 1, 0);
+  }
+  void* data() { return storage.data(); }
+  const void* data() const { return storage.data(); }
+  int64_t size() const { return ir::num_elements(type.shape); }
+  ir::TensorView view() { return ir::TensorView{data(), type}; }
+
+  // Stores each value as the dtype does (float rounding, int truncation, bool != 0).
+  static HostTensor from_doubles(ir::TensorType t, const std::vector<double>& values) {
+    HostTensor h(std::move(t));
+    for (int64_t i = 0; i < h.size(); ++i) h.set(i, values.at(i));
+    return h;
+  }
+  void set(int64_t i, double v) {
+    ir::visit_dtype(type.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      static_cast<T*>(data())[i] = static_cast<T>(v);
+    });
+  }
+  double get(int64_t i) const {
+    return ir::visit_dtype(type.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      return static_cast<double>(static_cast<const T*>(data())[i]);
+    });
+  }
+  std::vector<double> to_doubles() const {
+    std::vector<double> out(size());
+    for (int64_t i = 0; i < size(); ++i) out[i] = get(i);
+    return out;
+  }
+  bool same_bytes(const HostTensor& other) const {
+    return type == other.type &&
+           std::memcmp(data(), other.data(), size() * ir::dtype_size(type.dtype)) == 0;
+  }
+};
+
+inline HostTensor f32(ir::Shape shape, std::vector<double> values) {
+  return HostTensor::from_doubles({ir::DType::kFloat32, std::move(shape)}, values);
+}
+
+// Infers output types (filling attribute defaults), allocates outputs and runs the kernel.
+inline std::vector<HostTensor> run_op(std::string_view name, std::vector<HostTensor> inputs,
+                                      ir::Attrs attrs = {}) {
+  const ir::OpDef& op = ir::get_op(name);
+  std::vector<ir::TensorType> types;
+  for (const HostTensor& t : inputs) types.push_back(t.type);
+  const std::vector<ir::TensorType> out_types = op.infer_types(types, attrs);
+  std::vector<HostTensor> outputs;
+  for (const ir::TensorType& t : out_types) outputs.emplace_back(t);
+  std::vector<ir::TensorView> in_views, out_views;
+  for (HostTensor& t : inputs) in_views.push_back(t.view());
+  for (HostTensor& t : outputs) out_views.push_back(t.view());
+  const ir::KernelContext ctx{in_views, out_views, attrs, op.name, true};
+  op.kernel(ctx);
+  return outputs;
+}
+
+}  // namespace mf::runtime::ops::testing

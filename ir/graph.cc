@@ -67,6 +67,44 @@ Graph::Graph(std::string name, Graph* parent) : name_(std::move(name)), parent_(
 
 Graph::~Graph() = default;
 
+std::unique_ptr<Graph> Graph::clone() const {
+  auto copy = std::make_unique<Graph>(name_);
+  copy_into(*copy);
+  return copy;
+}
+
+void Graph::copy_into(Graph& target) const {
+  for (const auto& p : parameters_) target.add_parameter(p->name_, p->type_, p->is_weight_);
+  for (const auto& c : constants_) target.add_constant(c->type_, c->bytes_);
+  std::unordered_map<const Node*, Node*> mapped;
+  auto map_value = [&](const Value& v) -> Value {
+    switch (v.kind()) {
+      case ValueKind::kParameter:
+        return target.parameter(v.parameter()->index());
+      case ValueKind::kConstant:
+        return target.constant(v.constant()->index());
+      case ValueKind::kNode:
+        return Value(mapped.at(v.node()), v.index());
+      case ValueKind::kNone:
+        break;
+    }
+    return Value();
+  };
+  // Creation follows dependencies so every operand exists; the original order is restored after.
+  for (const Node* node : topological_order()) {
+    std::vector<Value> inputs;
+    for (const Value& v : node->inputs_) inputs.push_back(map_value(v));
+    Node* copy = target.create_node(nullptr, node->op_, std::move(inputs), node->attrs_,
+                                    node->output_types_, node->info_);
+    copy->id_ = node->id_;
+    mapped[node] = copy;
+  }
+  for (const Node& node : nodes_) target.move_node(mapped.at(&node), nullptr);
+  target.next_node_id_ = next_node_id_;
+  for (const Value& v : outputs_) target.add_output(map_value(v));
+  for (const auto& sub : subgraphs_) sub->copy_into(*target.add_subgraph(sub->name_));
+}
+
 Parameter* Graph::add_parameter(std::string name, TensorType type, bool is_weight) {
   MF_CHECK(is_valid_ir_name(name), InvalidArgument, "parameter name '", name,
            "' is not valid: use letters, digits, '_' and '.'");

@@ -166,6 +166,10 @@ class Graph {
   const std::string& name() const { return name_; }
   Graph* parent() const { return parent_; }
 
+  // A deep copy (subgraphs included, node ids and order kept) without a parent, for passes that
+  // need the graph before and after, and for caches that must not share nodes with the caller.
+  std::unique_ptr<Graph> clone() const;
+
   // Names are [A-Za-z0-9_.]+ and unique, so the text format can print them bare.
   Parameter* add_parameter(std::string name, TensorType type, bool is_weight = false);
   size_t num_parameters() const { return parameters_.size(); }
@@ -240,6 +244,7 @@ class Graph {
   void add_use(Value value, Use use);
   void remove_use(Value value, Use use);
   void check_value(Value value, std::string_view what) const;
+  void copy_into(Graph& target) const;
 
   std::string name_;
   Graph* parent_;

@@ -88,28 +88,33 @@ class Verifier {
     for (size_t i = 0; i < graph_.outputs().size(); ++i) {
       expected[graph_.outputs()[i]].push_back(Use{nullptr, i});
     }
-    auto compare = [&](const Value& v, const UseList& actual, const std::string& what) {
+    auto same = [&](const Value& v, const UseList& actual) {
       std::vector<Use> want = expected[v];
       std::vector<Use> have = actual;
-      auto key = [](const Use& u) { return std::pair(u.user, u.operand); };
-      auto less = [&](const Use& a, const Use& b) { return key(a) < key(b); };
+      auto less = [](const Use& a, const Use& b) {
+        return std::pair(a.user, a.operand) < std::pair(b.user, b.operand);
+      };
       std::sort(want.begin(), want.end(), less);
       std::sort(have.begin(), have.end(), less);
-      MF_CHECK(want == have, Internal, what, ": use list has ", have.size(),
-               " entries but the graph has ", want.size(), " uses (use lists out of sync)");
+      return want == have;
     };
+    // Messages are built only on failure: describing a node costs a pass over the graph.
+    constexpr const char* kOutOfSync =
+        ": use list disagrees with the operands and outputs that use it";
     for (size_t p = 0; p < graph_.num_parameters(); ++p) {
       Parameter* param = graph_.parameter(p);
-      compare(Value(param), param->uses(), "parameter '" + param->name() + "'");
+      MF_CHECK(same(Value(param), param->uses()), Internal, "parameter '", param->name(), "'",
+               kOutOfSync);
     }
     for (size_t c = 0; c < graph_.num_constants(); ++c) {
       Constant* constant = graph_.constant(c);
-      compare(Value(constant), constant->uses(), detail::str_cat("constant %const", c + 1));
+      MF_CHECK(same(Value(constant), constant->uses()), Internal, "constant %const", c + 1,
+               kOutOfSync);
     }
     for (const Node& node : graph_.nodes()) {
       for (size_t k = 0; k < node.num_outputs(); ++k) {
-        compare(Value(const_cast<Node*>(&node), k), node.uses(k),
-                detail::str_cat(where(node), " output ", k));
+        MF_CHECK(same(Value(const_cast<Node*>(&node), k), node.uses(k)), Internal, where(node),
+                 ": output ", k, kOutOfSync);
       }
     }
   }

@@ -163,6 +163,15 @@ TEST_F(PrinterParserTest, RoundTripIsExact) {
   EXPECT_EQ(parsed->subgraphs()[0]->subgraphs()[0]->name(), "inner");
 }
 
+TEST_F(PrinterParserTest, ClonePrintsIdentically) {
+  auto g = make_rich();
+  auto copy = g->clone();
+  verify(*copy);
+  EXPECT_EQ(print_graph(*copy, {Detail::kFull}), print_graph(*g, {Detail::kFull}));
+  EXPECT_EQ(copy->nodes().front().id(), g->nodes().front().id());
+  EXPECT_NE(&copy->nodes().front(), &g->nodes().front());
+}
+
 TEST_F(PrinterParserTest, PrintsConstantsMultiOutputsAndSubgraphs) {
   auto g = make_rich();
   const std::string text = print_graph(*g);

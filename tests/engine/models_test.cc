@@ -1,0 +1,79 @@
+// Every sample network runs in PYNATIVE mode, asynchronously and synchronously, with the same
+// result.
+
+#include "engine/models/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "engine/ops.h"
+#include "engine_fixture.h"
+
+namespace mf {
+namespace {
+
+using testing::EngineTest;
+
+class ModelsTest : public EngineTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(ModelsTest, RunsWithFiniteOutputsAndTheSameResultSyncOrAsync) {
+  const models::NetSpec& spec = models::find_net(GetParam());
+  auto net = spec.make(0);
+  Tensor x = spec.make_input(0);
+  const std::vector<double> async_out = (*net)(x).to_doubles();
+  for (double v : async_out) ASSERT_TRUE(std::isfinite(v));
+  context::set({{"pynative_synchronize", true}});
+  EXPECT_EQ((*net)(x).to_doubles(), async_out);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllNets, ModelsTest,
+                         ::testing::Values("mlp", "cnn", "transformer", "elementwise", "layernorm",
+                                           "softmax", "chain"));
+
+TEST_F(EngineTest, TheRegistryListsEveryNetworkAndRejectsUnknownNames) {
+  EXPECT_EQ(models::all_nets().size(), 7u);
+  try {
+    models::find_net("resnet");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+    EXPECT_NE(std::string(e.what()).find("mlp, cnn, transformer"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(EngineTest, OutputShapesAreTheDocumentedOnes) {
+  EXPECT_EQ((*models::find_net("mlp").make(0))(models::find_net("mlp").make_input(0)).shape(),
+            (Shape{64, 10}));
+  EXPECT_EQ((*models::find_net("cnn").make(0))(models::find_net("cnn").make_input(0)).shape(),
+            (Shape{32, 10}));
+  auto& t = models::find_net("transformer");
+  EXPECT_EQ((*t.make(0))(t.make_input(0)).shape(), (Shape{8, 128, 256}));
+}
+
+TEST_F(EngineTest, ElementwiseNetworkMatchesItsFormula) {
+  auto& spec = models::find_net("elementwise");
+  auto net = spec.make(0);
+  Tensor x = ops::slice(spec.make_input(0), {0}, {1000});
+  const auto xs = x.to_doubles(), ys = (*net)(x).to_doubles();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double u = xs[i] * 1.5 + 0.5;
+    const double gelu = 0.5 * u * (1 + std::tanh(0.7978845608028654 * (u + 0.044715 * u * u * u)));
+    const double want = gelu / (1 + std::exp(-xs[i])) + std::tanh(xs[i]) - 0.25 * xs[i];
+    ASSERT_NEAR(ys[i], want, 1e-5 * (1 + std::abs(want))) << i;
+  }
+}
+
+TEST_F(EngineTest, GraphModeIsRefusedClearlyUntilItExists) {
+  context::set({{"mode", "GRAPH_MODE"}});
+  auto net = models::find_net("mlp").make(0);
+  try {
+    (*net)(models::find_net("mlp").make_input(0));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  }
+}
+
+}  // namespace
+}  // namespace mf

@@ -37,6 +37,7 @@ enum class Trait : uint32_t {
   kView = 1u << 6,         // only reinterprets shape (reshape, flatten, squeeze, expand_dims)
   kSideEffect = 1u << 7,   // must run even when unused, in program order (print)
   kComposite = 1u << 8,    // can be expanded into basic ops (gelu, softmax, layer_norm, ...)
+  kControlFlow = 1u << 9,  // call/cond/while: runs subgraphs named in attributes; types come from them
 };
 constexpr Trait operator|(Trait a, Trait b) { return Trait(uint32_t(a) | uint32_t(b)); }
 constexpr bool has_trait(Trait set, Trait t) { return (uint32_t(set) & uint32_t(t)) != 0; }

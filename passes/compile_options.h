@@ -1,0 +1,36 @@
+#pragma once
+// Typed compile options: what the engine derives from the context Policy and hands to the pass pipeline.
+// Nothing below the engine reads context keys; a pass sees only these fields.
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace mf::passes {
+
+enum class JitLevel : uint8_t { kO0, kO1, kO2 };
+enum class MemoryLevel : uint8_t { kO0, kO1 };  // O0: a pooled buffer per tensor; O1: planned offsets with reuse
+
+struct DumpOptions {
+  int level = 0;               // save_graphs 0..3
+  std::filesystem::path dir;   // created when missing; already includes rank_<id>/ when needed
+  std::string prefix;          // prepended to file names, e.g. the network's name ("mlp")
+};
+
+struct CompileOptions {
+  JitLevel jit_level = JitLevel::kO0;
+  int fusion_level = 0;             // graph-kernel opt_level 0..3 (fusion passes arrive with that work)
+  std::vector<std::string> enable_passes;   // --enable_pass= of graph_kernel_flags
+  std::vector<std::string> disable_passes;  // --disable_pass=
+  bool verify_every_pass = false;   // debug_level=DEBUG: verify after every pass, not only after changes
+  MemoryLevel memory_level = MemoryLevel::kO0;
+  bool memory_reuse = true;         // env_config_path's sys.mem_Reuse; false disables reuse at O1
+  bool deterministic = false;
+  DumpOptions dump;
+};
+
+std::string_view to_string(JitLevel level);  // "O0"
+std::string_view to_string(MemoryLevel level);
+
+}  // namespace mf::passes

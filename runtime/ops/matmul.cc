@@ -48,7 +48,8 @@ void gemm_rows(const T* a, const T* b, T* c, const GemmShape& s, int64_t r0, int
   }
 }
 
-// The type checks shared by matmul and batch_matmul; returns (m, n) and fills the GemmShape.
+// The checks shared by matmul and batch_matmul: dtype, then the product's (m, k, n) from the last
+// two dims of each operand under the transpose flags.
 GemmShape check_gemm(std::string_view op, const TensorType& a, const TensorType& b,
                      const Attrs& attrs) {
   check_dtype(op, a.dtype, kFloatTypes);

@@ -46,7 +46,9 @@ std::vector<TensorType> infer_softmax(std::string_view op, std::span<const Tenso
                                       const Attrs& attrs) {
   check_dtype(op, in[0].dtype, kFloatTypes);
   MF_CHECK(!in[0].shape.empty(), InvalidArgument, op, ": x must have rank >= 1, got a scalar");
-  ir::normalize_axis(ir::attr_int(attrs, "axis", op), rank_of(in[0]), op);
+  const int64_t axis = ir::normalize_axis(ir::attr_int(attrs, "axis", op), rank_of(in[0]), op);
+  MF_CHECK(in[0].shape[axis] > 0, InvalidArgument, op, ": axis ", axis, " of ",
+           ir::shape_to_string(in[0].shape), " is empty; there is nothing to normalize over");
   return {in[0]};
 }
 

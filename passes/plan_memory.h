@@ -1,0 +1,18 @@
+#pragma once
+// The memory planner: lowers a verified graph to a runtime::Plan (steps in topological order, a
+// slot per value, lifetimes, dependencies for inter-op parallelism). memory_level O0 gives each
+// intermediate its own pooled buffer released after its last use; O1 packs intermediates into one
+// arena by lifetime intervals (greedy best-fit, SOMAS-like) with in-place reuse, unless
+// memory_reuse is false.
+
+#include "ir/graph.h"
+#include "passes/compile_options.h"
+#include "runtime/plan.h"
+
+namespace mf::passes {
+
+// Control-flow nodes (call/cond/while) get subplans for the subgraphs they name, planned
+// recursively with the same options. Throws mf::Error (NotFound) when a named subgraph is missing.
+runtime::Plan plan_memory(const ir::Graph& graph, const CompileOptions& options);
+
+}  // namespace mf::passes

@@ -61,27 +61,65 @@ Json all_keys(const context::Snapshot& snapshot) {
   return out;
 }
 
+// A cell of the table: dicts are summarized, their sub-keys get rows of their own.
+std::string cell(const Json& value) {
+  return value.is_object() ? "{...}" : shown(value);
+}
+
+std::string pad(std::string text, std::size_t width) {
+  if (text.size() < width) text.resize(width, ' ');
+  return text;
+}
+
+// One section per context: a header row, then per key a row of columns and its doc line below.
 void print_table(const Json& keys) {
-  std::size_t width = 0;
-  for (const auto& key : keys) width = std::max(width, key["name"].get<std::string>().size());
-  for (const auto& key : keys) {
-    std::string name = key["name"];
-    name.resize(width, ' ');
-    std::cout << name << "  " << key["type"].get<std::string>() << "  default "
-              << shown(key["default"]) << "  current " << shown(key["current"]) << "  ["
-              << key["devices"].get<std::string>()
-              << (key["effective_on_cpu"].get<bool>() ? "" : "; no effect on CPU") << "]\n"
-              << std::string(width + 2, ' ') << key["doc"].get<std::string>() << "\n"
-              << std::string(width + 2, ' ') << "allowed: " << key["allowed"].get<std::string>()
-              << "\n";
-    for (const auto& sub : key.value("sub_keys", Json::array())) {
-      std::cout << std::string(width + 2, ' ') << "."
-                << sub["name"].get<std::string>().substr(key["name"].get<std::string>().size() + 1)
-                << "  " << sub["type"].get<std::string>() << "  default " << shown(sub["default"])
-                << "  current " << shown(sub["current"])
-                << "  allowed: " << sub["allowed"].get<std::string>() << "  - "
-                << sub["doc"].get<std::string>() << "\n";
+  const std::string sections[] = {"", "auto_parallel_context.", "ps_context."};
+  for (const std::string& section : sections) {
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> docs;
+    const auto add_row = [&](const Json& key, const std::string& indent) {
+      std::string name = key["name"].get<std::string>().substr(section.size());
+      if (!indent.empty()) name = indent + name.substr(name.find('.'));
+      std::string devices = key["devices"];
+      if (!key["effective_on_cpu"].get<bool>()) devices += " (no effect on CPU)";
+      rows.push_back(
+          {name, key["type"], cell(key["default"]), cell(key["current"]), devices, key["allowed"]});
+      std::string doc = key["doc"];
+      if (key.contains("deprecated")) doc += " [deprecated]";
+      docs.push_back(doc);
+    };
+    for (const auto& key : keys) {
+      const std::string name = key["name"];
+      const bool nested =
+          name.starts_with("auto_parallel_context.") || name.starts_with("ps_context.");
+      if (section.empty() ? nested : !name.starts_with(section)) continue;
+      add_row(key, "");
+      for (const auto& sub : key.value("sub_keys", Json::array())) add_row(sub, "  ");
     }
+    const std::vector<std::string> header = {"KEY",     "TYPE",    "DEFAULT",
+                                             "CURRENT", "DEVICES", "ALLOWED"};
+    std::vector<std::size_t> width(header.size());
+    for (std::size_t c = 0; c < header.size(); ++c) {
+      width[c] = header[c].size();
+      for (const auto& row : rows)
+        width[c] = std::max(width[c], std::min<std::size_t>(row[c].size(), 40));
+    }
+    const auto print_row = [&](const std::vector<std::string>& row) {
+      std::string line;
+      for (std::size_t c = 0; c < row.size(); ++c) {
+        line += c + 1 == row.size() ? row[c] : pad(row[c], width[c]) + "  ";
+      }
+      std::cout << line << "\n";
+    };
+    std::cout << (section.empty() ? std::string("set_context")
+                                  : section.substr(0, section.size() - 1))
+              << "\n";
+    print_row(header);
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      print_row(rows[r]);
+      std::cout << "    " << docs[r] << "\n";
+    }
+    std::cout << "\n";
   }
 }
 

@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <spdlog/sinks/ostream_sink.h>
+
 #include <atomic>
+#include <sstream>
 #include <thread>
+
+#include "base/logging.h"
 
 #include "context/key_table.h"
 #include "tests/context/context_fixture.h"
@@ -163,6 +168,26 @@ TEST_F(ContextTest, DeprecatedAliasWritesItsReplacement) {
   EXPECT_EQ(get("max_device_memory"), "6GB");
   EXPECT_EQ(get("variable_memory_max_size"), "6GB");
   EXPECT_FALSE(snapshot().values().contains("variable_memory_max_size"));
+}
+
+TEST_F(ContextTest, DeprecatedKeysWarnOnlyOnce) {
+  std::ostringstream captured;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(captured);
+  log::logger().sinks().push_back(sink);
+  set({{"enable_sparse", true}});
+  set({{"enable_sparse", false}});
+  set({{"auto_tune_mode", "GA"}});
+  set({{"auto_tune_mode", "RL"}});
+  log::logger().sinks().pop_back();
+  const std::string text = captured.str();
+  const auto count = [&](std::string_view needle) {
+    std::size_t n = 0;
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  };
+  // Another test may have warned first in this process; never twice.
+  EXPECT_LE(count("'enable_sparse' is deprecated"), 1u);
+  EXPECT_LE(count("'auto_tune_mode' is deprecated and will be removed; use 'aoe_tune_mode'"), 1u);
 }
 
 TEST_F(ContextTest, DeviceTargetOnlyCpu) {

@@ -44,8 +44,9 @@ MfRun run_mf(const std::string& args) {
 TEST(ContextCliTest, ListPrintsEveryKey) {
   const MfRun run = run_mf("context list");
   ASSERT_EQ(run.code, 0) << run.err;
-  for (const char* key : {"mode", "save_graphs_path", "jit_config", "runtime_num_threads",
-                          "auto_parallel_context.device_num", "ps_context.enable_ps"}) {
+  for (const char* key : {"KEY", "DEFAULT", "CURRENT", "mode", "save_graphs_path", "jit_config",
+                          "  .jit_level", "runtime_num_threads", "\nauto_parallel_context\n",
+                          "device_num", "\nps_context\n", "enable_ps"}) {
     EXPECT_NE(run.out.find(key), std::string::npos) << key;
   }
   EXPECT_NE(run.out.find("no effect on CPU"), std::string::npos);
@@ -98,6 +99,21 @@ TEST(ContextCliTest, ExplainReportsKeysWithoutEffectOnCpu) {
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.out.find("ignored.op_timeout"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("no effect on CPU"), std::string::npos);
+}
+
+TEST(ContextCliTest, DeprecatedAndDeviceOnlyKeysWarn) {
+  const MfRun run =
+      run_mf("context get max_device_memory --set variable_memory_max_size=6GB --set op_timeout=5");
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "6GB\n");
+  EXPECT_NE(
+      run.err.find("'variable_memory_max_size' is deprecated and will be removed; it now sets "
+                   "'max_device_memory'"),
+      std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("'op_timeout' applies to GPU/Ascend and has no effect on CPU"),
+            std::string::npos)
+      << run.err;
 }
 
 TEST(ContextCliTest, BadKeyIsAUserError) {

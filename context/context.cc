@@ -177,4 +177,8 @@ Json parse_assignments(const std::vector<std::string>& assignments) {
   return out;
 }
 
+void set_from(const std::vector<std::string>& assignments) {
+  set(parse_assignments(assignments));
+}
+
 }  // namespace mf::context

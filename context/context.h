@@ -76,5 +76,7 @@ void load_file(const std::filesystem::path& file);
 // "O1"}}, each text converted to its key's declared type. Throws InvalidArgument for "expected
 // key=value".
 Json parse_assignments(const std::vector<std::string>& assignments);
+// set(parse_assignments(assignments)): the --set form from code.
+void set_from(const std::vector<std::string>& assignments);
 
 }  // namespace mf::context

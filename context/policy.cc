@@ -36,8 +36,11 @@ Decision<JitLevel> decide_jit_level(const Snapshot& snapshot, ExecutionMode mode
   const std::string global = snapshot.values()["jit_config"].value("jit_level", "");
   Decision<JitLevel> out;
   if (network) {
-    out = {*network, "the network's own JitConfig asks for " + std::string(to_string(*network)) +
-                         ", which beats the global jit_config.jit_level=" + describe(global)};
+    const std::string asked =
+        "the network's own JitConfig asks for " + std::string(to_string(*network));
+    out = {*network, global.empty() ? asked + " (the global jit_config.jit_level is empty)"
+                                    : asked + ", which beats the global jit_config.jit_level='" +
+                                          global + "'"};
   } else if (!global.empty()) {
     out = {parse_jit_level(global), "jit_config.jit_level='" + global + "'"};
   } else {

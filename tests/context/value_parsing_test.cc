@@ -174,6 +174,15 @@ TEST_F(ContextTest, ParseAssignmentsBuildsTypedObjects) {
   EXPECT_EQ(get("auto_parallel_context.device_num"), 8);
 }
 
+TEST_F(ContextTest, SetFromAssignments) {
+  set_from({"mode=0", "jit_config.jit_level=O2", "enable_graph_kernel=true"});
+  EXPECT_EQ(get("mode"), 0);
+  EXPECT_EQ(get("jit_config.jit_level"), "O2");
+  EXPECT_EQ(get("enable_graph_kernel"), true);
+  error_message([] { set_from({"mode=1", "save_graphs=9"}); });
+  EXPECT_EQ(get("mode"), 0);
+}
+
 TEST_F(ContextTest, ParseAssignmentsRejectsMalformedItems) {
   EXPECT_EQ(error_message([] { parse_assignments({"save_graphs"}); }),
             "--set 'save_graphs': expected key=value, for example save_graphs=2 or "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "engine/print_file.h"
 #include "runtime/eager_executor.h"
 #include "runtime/memory_pool.h"
 
@@ -21,6 +22,7 @@ CachedPolicy& cache() {
 }
 
 void apply_to_runtime(const context::Policy& policy) {
+  ensure_print_output(policy.print_file_path.value);
   runtime::PoolOptions pool;
   pool.max_bytes = policy.max_device_memory_bytes.value;
   pool.block_bytes = policy.mempool_block_bytes.value;

@@ -26,11 +26,13 @@ void apply_global_options(const GlobalOptions& options);
 using AddCommand = void (*)(CLI::App& app, GlobalOptions& options);
 
 void add_context_command(CLI::App& app, GlobalOptions& options);
-void add_run_command(CLI::App& app, GlobalOptions& options);  // run, nets
+void add_run_command(CLI::App& app, GlobalOptions& options);    // run, nets
+void add_print_command(CLI::App& app, GlobalOptions& options);  // print-parse
 
 inline constexpr AddCommand kCommands[] = {
     add_context_command,
     add_run_command,
+    add_print_command,
 };
 
 }  // namespace mf::tools

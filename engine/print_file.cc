@@ -1,0 +1,141 @@
+#include "engine/print_file.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+
+#include "print.pb.h"
+#include "runtime/ops/print_sink.h"
+#include "version.pb.h"
+
+namespace mf::engine {
+namespace {
+
+constexpr char kMagic[] = "modeflow-print";
+constexpr uint32_t kFormatVersion = 1;
+
+void write_delimited(std::ofstream& out, const google::protobuf::MessageLite& message) {
+  std::string bytes;
+  message.SerializeToString(&bytes);
+  std::string framed;
+  {
+    google::protobuf::io::StringOutputStream stream(&framed);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.WriteVarint32(static_cast<uint32_t>(bytes.size()));
+  }
+  out.write(framed.data(), std::streamsize(framed.size()));
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+  out.flush();
+}
+
+// Appends records to one file; shared by the sink for the life of the routing.
+class PrintFileWriter {
+ public:
+  explicit PrintFileWriter(const std::filesystem::path& file)
+      : out_(file, std::ios::binary | std::ios::trunc) {
+    MF_CHECK(out_.good(), InvalidArgument, "print_file_path '", file.string(),
+             "' cannot be written: check that its directory exists and is writable");
+    proto::FormatHeader header;
+    header.set_magic(kMagic);
+    header.set_format_version(kFormatVersion);
+    header.set_engine_version(MODEFLOW_VERSION);
+    write_delimited(out_, header);
+  }
+  void write(std::string_view prefix, const ir::TensorView& view) {
+    proto::PrintRecord record;
+    record.set_prefix(std::string(prefix));
+    auto* tensor = record.mutable_tensor();
+    tensor->set_dtype(std::string(ir::dtype_name(view.type.dtype)));
+    for (int64_t d : view.type.shape) tensor->add_shape(d);
+    tensor->set_data(view.data, size_t(view.size()) * ir::dtype_size(view.type.dtype));
+    std::lock_guard lock(mutex_);
+    write_delimited(out_, record);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::ofstream out_;
+};
+
+}  // namespace
+
+namespace {
+std::mutex routed_mutex;
+std::string routed_path;  // the last requested destination ("" = the screen)
+}  // namespace
+
+void ensure_print_output(const std::string& path) {
+  {
+    std::lock_guard lock(routed_mutex);
+    if (path == routed_path) return;
+  }
+  route_print_output(path);
+}
+
+std::filesystem::path route_print_output(const std::string& path) {
+  {
+    std::lock_guard lock(routed_mutex);
+    routed_path = path;
+  }
+  if (path.empty()) {
+    runtime::ops::set_print_sink({});
+    return {};
+  }
+  std::filesystem::path file = path;
+  if (std::filesystem::exists(file)) {
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    file +=
+        "_" + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+  }
+  auto writer = std::make_shared<PrintFileWriter>(file);
+  runtime::ops::set_print_sink([writer](std::string_view prefix, const ir::TensorView& view) {
+    writer->write(prefix, view);
+  });
+  return file;
+}
+
+std::vector<PrintedTensor> read_print_file(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  MF_CHECK(in.good(), NotFound, "cannot open print file '", file.string(), "'");
+  google::protobuf::io::IstreamInputStream stream(&in);
+  google::protobuf::io::CodedInputStream coded(&stream);
+  auto read_next = [&](google::protobuf::MessageLite& message, size_t index) {
+    uint32_t size = 0;
+    if (!coded.ReadVarint32(&size)) return false;
+    const auto limit = coded.PushLimit(int(size));
+    MF_CHECK(message.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage(), DataLoss,
+             "print file '", file.string(), "' is damaged at record ", index,
+             ": it is truncated or not a modeflow print file");
+    coded.PopLimit(limit);
+    return true;
+  };
+  proto::FormatHeader header;
+  MF_CHECK(read_next(header, 0) && header.magic() == kMagic, DataLoss, "'", file.string(),
+           "' is not a modeflow print file (its header is missing)");
+  MF_CHECK(header.format_version() == kFormatVersion, DataLoss, "print file '", file.string(),
+           "' has format version ", header.format_version(), "; this build reads version ",
+           kFormatVersion);
+  std::vector<PrintedTensor> records;
+  for (size_t index = 1;; ++index) {
+    proto::PrintRecord record;
+    if (!read_next(record, index)) break;
+    const auto dtype = ir::parse_dtype(record.tensor().dtype());
+    MF_CHECK(dtype.has_value(), DataLoss, "print file '", file.string(), "' record ", index,
+             " has unknown dtype '", record.tensor().dtype(), "'");
+    Shape shape(record.tensor().shape().begin(), record.tensor().shape().end());
+    const size_t bytes = size_t(ir::num_elements(shape)) * ir::dtype_size(*dtype);
+    MF_CHECK(record.tensor().data().size() == bytes, DataLoss, "print file '", file.string(),
+             "' record ", index, " holds ", record.tensor().data().size(), " bytes for shape ",
+             ir::shape_to_string(shape), " (expected ", bytes, ")");
+    records.push_back(
+        {record.prefix(), Tensor::from_bytes(*dtype, shape, record.tensor().data().data())});
+  }
+  return records;
+}
+
+}  // namespace mf::engine

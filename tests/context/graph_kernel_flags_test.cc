@@ -7,12 +7,12 @@
 namespace mf::context {
 namespace {
 
-TEST(GraphKernelFlagsTest, EmptyMeansNothingGiven) {
+TEST(ContextGraphKernelFlagsTest, EmptyMeansNothingGiven) {
   EXPECT_EQ(parse_graph_kernel_flags(""), GraphKernelFlags{});
   EXPECT_EQ(parse_graph_kernel_flags("   "), GraphKernelFlags{});
 }
 
-TEST(GraphKernelFlagsTest, ParsesEveryFlag) {
+TEST(ContextGraphKernelFlagsTest, ParsesEveryFlag) {
   const GraphKernelFlags flags = parse_graph_kernel_flags(
       "--opt_level=3 --dump_as_text --enable_expand_ops=gelu,softmax --enable_expand_ops_only=gelu "
       "--disable_expand_ops=layer_norm --enable_cluster_ops=matmul "
@@ -37,14 +37,14 @@ TEST(GraphKernelFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(flags.composite_op_limit_size, 200);
 }
 
-TEST(GraphKernelFlagsTest, CanonicalTextRoundTrips) {
+TEST(ContextGraphKernelFlagsTest, CanonicalTextRoundTrips) {
   const GraphKernelFlags flags =
       parse_graph_kernel_flags("--dump_as_text   --enable_pass=a,b --opt_level=1");
   EXPECT_EQ(to_string(flags), "--opt_level=1 --dump_as_text --enable_pass=a,b");
   EXPECT_EQ(parse_graph_kernel_flags(to_string(flags)), flags);
 }
 
-TEST(GraphKernelFlagsTest, ErrorsNameTheFlag) {
+TEST(ContextGraphKernelFlagsTest, ErrorsNameTheFlag) {
   const auto message = [](std::string_view text) {
     return error_message([&] { parse_graph_kernel_flags(text); });
   };

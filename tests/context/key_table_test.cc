@@ -7,7 +7,7 @@
 namespace mf::context {
 namespace {
 
-TEST(KeyTableTest, ListsEveryKeyOfTheIssueOnce) {
+TEST(ContextKeyTableTest, ListsEveryKeyOfTheIssueOnce) {
   const std::set<std::string> expected = {"mode",
                                           "device_target",
                                           "device_id",
@@ -58,7 +58,7 @@ TEST(KeyTableTest, ListsEveryKeyOfTheIssueOnce) {
   EXPECT_EQ(names, expected);
 }
 
-TEST(KeyTableTest, DevicesFollowTheDocumentsTable) {
+TEST(ContextKeyTableTest, DevicesFollowTheDocumentsTable) {
   EXPECT_EQ(device_names(find_key(context_keys(), "op_timeout")->devices), "GPU/Ascend");
   EXPECT_EQ(device_names(find_key(context_keys(), "gpu_config")->devices), "GPU");
   EXPECT_EQ(device_names(find_key(context_keys(), "ascend_config")->devices), "Ascend");
@@ -73,14 +73,14 @@ TEST(KeyTableTest, DevicesFollowTheDocumentsTable) {
   }
 }
 
-TEST(KeyTableTest, ClosestKeysSuggestTypos) {
+TEST(ContextKeyTableTest, ClosestKeysSuggestTypos) {
   EXPECT_EQ(closest_keys(context_keys(), "save_graph").front(), "save_graphs");
   EXPECT_EQ(closest_keys(context_keys(), "mdoe").front(), "mode");
   EXPECT_TRUE(closest_keys(context_keys(), "completely_unrelated_words").empty());
   EXPECT_LE(closest_keys(context_keys(), "enable_x").size(), 3u);
 }
 
-TEST(KeyTableTest, DescribesTypesAndAllowedValues) {
+TEST(ContextKeyTableTest, DescribesTypesAndAllowedValues) {
   EXPECT_EQ(type_name(*find_key(context_keys(), "save_graphs")), "bool|int");
   EXPECT_EQ(allowed_values(*find_key(context_keys(), "device_id")), "[0, 4095]");
   EXPECT_EQ(allowed_values(*find_key(context_keys(), "deterministic")), "ON, OFF");
@@ -88,7 +88,7 @@ TEST(KeyTableTest, DescribesTypesAndAllowedValues) {
             "sub-keys jit_level, infer_boost");
 }
 
-TEST(KeyTableTest, DefaultsSkipAliases) {
+TEST(ContextKeyTableTest, DefaultsSkipAliases) {
   const Json defaults = defaults_of(context_keys());
   EXPECT_FALSE(defaults.contains("variable_memory_max_size"));
   EXPECT_EQ(defaults["jit_config"], (Json{{"jit_level", ""}, {"infer_boost", "off"}}));

@@ -294,7 +294,7 @@ TEST_F(ContextTest, ExplainListsEveryDecision) {
   EXPECT_EQ(find("fusion.opt_level")->value, "2");
 }
 
-TEST(JitLevelTest, ParsesNames) {
+TEST(ContextJitLevelTest, ParsesNames) {
   EXPECT_EQ(parse_jit_level("O2"), JitLevel::kO2);
   EXPECT_EQ(to_string(JitLevel::kO1), "O1");
   EXPECT_EQ(error_message([] { parse_jit_level("O3"); }),

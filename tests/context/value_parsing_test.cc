@@ -90,7 +90,7 @@ TEST_F(ContextTest, MemorySizes) {
   EXPECT_THAT(set_error({{"mempool_block_size", 2}}), HasSubstr("but got 2."));
 }
 
-TEST(MemorySizeTest, ParsesToBytes) {
+TEST(ContextMemorySizeTest, ParsesToBytes) {
   EXPECT_EQ(parse_memory_size("1GB"), 1ull << 30);
   EXPECT_EQ(parse_memory_size("1024GB"), 1ull << 40);
   EXPECT_EQ(parse_memory_size("3.5GB"), 3ull * (1ull << 30) + (1ull << 29));
@@ -134,7 +134,7 @@ TEST_F(ContextTest, GraphKernelFlagsAreValidatedAtSet) {
   EXPECT_EQ(get("graph_kernel_flags"), "--opt_level=1 --dump_as_text");
 }
 
-TEST(ValueFromTextTest, ConvertsByDeclaredType) {
+TEST(ContextValueFromTextTest, ConvertsByDeclaredType) {
   const auto& keys = context_keys();
   const auto text = [&](std::string_view key, std::string_view value) {
     return value_from_text(kSetContextApi, *find_key(keys, key), value);

@@ -745,6 +745,15 @@ class Parser {
       }
     }
     std::vector<TensorType> outputs;
+    if (op_def->has(Trait::kControlFlow)) {
+      // Output types come from subgraphs that may be defined further down: take the declared
+      // ones; ir::verify checks them against the subgraphs.
+      for (const ParsedType& t : declared_out) outputs.push_back(t.type);
+      Node* node = graph.create_node(nullptr, op, std::move(inputs), std::move(attrs),
+                                     std::move(outputs), std::move(info));
+      define(def, Value(node, 0));
+      return;
+    }
     try {
       outputs = op_def->infer_types(input_types, attrs);
     } catch (const Error& e) {

@@ -182,7 +182,18 @@ class Verifier {
     Attrs attrs = node.attrs();
     std::vector<TensorType> inferred;
     try {
-      inferred = node.def()->infer_types(inputs, attrs);
+      if (node.def()->has(Trait::kControlFlow)) {
+        // Output types come from the subgraphs: keep the arity and attribute checks of
+        // infer_types, take the stored types, then compare them with the subgraphs.
+        OpDef def = *node.def();
+        def.infer = [&node](std::span<const TensorType>, const Attrs&) {
+          return std::vector<TensorType>(node.output_types().begin(), node.output_types().end());
+        };
+        inferred = def.infer_types(inputs, attrs);
+        check_control_flow(node, inputs);
+      } else {
+        inferred = node.def()->infer_types(inputs, attrs);
+      }
     } catch (Error& e) {
       e.add_context("at " + where(node));
       throw;
@@ -196,6 +207,68 @@ class Verifier {
                " is stored as ", type_to_string(node.output_type(k)), " but inference gives ",
                type_to_string(inferred[k]));
     }
+  }
+
+  // The subgraphs a control-flow node names exist and agree with its operand and output types.
+  void check_control_flow(const Node& node, const std::vector<TensorType>& inputs) const {
+    const std::vector<TensorType> outputs(node.output_types().begin(), node.output_types().end());
+    auto subgraph = [&](const char* attr) -> const Graph& {
+      const std::string& name = attr_string(node.attrs(), attr, node.op());
+      const Graph* sub = graph_.resolve_subgraph(name);
+      MF_CHECK(sub != nullptr, InvalidArgument, where(node), ": attribute '", attr,
+               "' names subgraph @", name, ", which does not exist");
+      return *sub;
+    };
+    auto params = [](const Graph& g) {
+      std::vector<TensorType> types;
+      for (size_t i = 0; i < g.num_parameters(); ++i) types.push_back(g.parameter(i)->type());
+      return types;
+    };
+    auto results = [](const Graph& g) {
+      std::vector<TensorType> types;
+      for (const Value& v : g.outputs()) types.push_back(v.type());
+      return types;
+    };
+    auto expect_same = [&](const std::vector<TensorType>& have, const std::vector<TensorType>& want,
+                           const Graph& sub, std::string_view what, std::string_view node_side) {
+      MF_CHECK(have == want, InvalidArgument, where(node), ": subgraph @", sub.name(), "'s ", what,
+               " ", types_text(have), " do not match the node's ", node_side, " ",
+               types_text(want));
+    };
+    if (node.op() == "call") {
+      const Graph& g = subgraph("graph");
+      expect_same(params(g), inputs, g, "parameter types", "input types");
+      expect_same(results(g), outputs, g, "output types", "output types");
+    } else if (node.op() == "cond") {
+      MF_CHECK(num_elements(inputs[0].shape) == 1, InvalidArgument, where(node),
+               ": the predicate (input 0) must be a scalar, got ", type_to_string(inputs[0]));
+      const std::vector<TensorType> args(inputs.begin() + 1, inputs.end());
+      for (const char* attr : {"then_branch", "else_branch"}) {
+        const Graph& g = subgraph(attr);
+        expect_same(params(g), args, g, "parameter types", "input types after the predicate");
+        expect_same(results(g), outputs, g, "output types", "output types");
+      }
+    } else if (node.op() == "while") {
+      const Graph& c = subgraph("cond_graph");
+      expect_same(params(c), inputs, c, "parameter types", "loop variable types");
+      const std::vector<TensorType> pred = results(c);
+      MF_CHECK(pred.size() == 1 && num_elements(pred[0].shape) == 1, InvalidArgument, where(node),
+               ": subgraph @", c.name(), " must return one scalar predicate, returns ",
+               types_text(pred));
+      const Graph& b = subgraph("body_graph");
+      expect_same(params(b), inputs, b, "parameter types", "loop variable types");
+      expect_same(results(b), inputs, b, "output types", "loop variable types");
+      MF_CHECK(outputs == inputs, InvalidArgument, where(node), ": output types ",
+               types_text(outputs), " must be the loop variable types ", types_text(inputs));
+    } else {
+      MF_FAIL(InvalidArgument, where(node), ": unknown control-flow op '", node.op(), "'");
+    }
+  }
+
+  static std::string types_text(const std::vector<TensorType>& types) {
+    std::string out = "(";
+    for (size_t i = 0; i < types.size(); ++i) out += (i > 0 ? ", " : "") + type_to_string(types[i]);
+    return out + ")";
   }
 
   void check_subgraph_refs(const Node& node) {

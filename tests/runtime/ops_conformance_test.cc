@@ -201,6 +201,8 @@ TEST(OpRegistryConformance, EveryOpIsComplete) {
   EXPECT_GE(ops.size(), 53u);
   for (const OpDef* op : ops) {
     SCOPED_TRACE(op->name);
+    // call/cond/while run subgraphs: the graph executors test them (graph_executor_test.cc).
+    if (op->has(ir::Trait::kControlFlow)) continue;
     EXPECT_TRUE(static_cast<bool>(op->infer));
     EXPECT_TRUE(static_cast<bool>(op->kernel));
     EXPECT_TRUE(static_cast<bool>(op->reference));

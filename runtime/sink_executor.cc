@@ -1,0 +1,216 @@
+// SinkExecutor (jit O2): everything is decided when the executor is built. Every step's TensorView
+// arrays, kernel and attributes are bound once; the arena (and, for a memory-O0 plan, every pooled
+// intermediate) is allocated at the first run and kept, so a run only binds the caller's parameter
+// pointers, allocates the graph outputs (they outlive the run) and loops over the kernels.
+//
+// Control-flow steps (call/cond/while) cannot be flattened: their subgraphs run a data-dependent
+// number of times. They delegate to a nested KernelExecutor-style run of their subplans
+// (detail::run_control_flow) and copy the results into the step's bound output bytes.
+
+#include <cstring>
+#include <mutex>
+
+#include "runtime/kernel_executor.h"
+#include "runtime/parallel.h"
+#include "runtime/storage.h"
+
+namespace mf::runtime {
+namespace {
+
+// One step with everything bound: the kernel, its attributes and the views of its operands.
+struct BoundStep {
+  const Step* step = nullptr;
+  const ir::KernelFn* kernel = nullptr;  // null for control flow
+  const ir::Attrs* attrs = nullptr;
+  std::string_view op;
+  std::vector<ir::TensorView> inputs;
+  std::vector<ir::TensorView> outputs;
+};
+
+// A view whose pointer changes every run (a parameter or a graph output).
+struct Patch {
+  size_t step = 0;
+  bool output = false;
+  size_t operand = 0;
+  int slot = 0;
+};
+
+// Runs a plan as a flat loop over pre-bound kernels with one arena kept across runs.
+// One run at a time (runs serialise on a mutex, since they share the arena); inter_op_parallelism
+// is ignored.
+class SinkExecutor final : public GraphExecutor {
+ public:
+  explicit SinkExecutor(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {
+    MF_CHECK(plan_ != nullptr && plan_->graph != nullptr, InvalidArgument,
+             "SinkExecutor needs a plan built from a graph");
+    validate();
+    bind_steps();
+  }
+
+  std::vector<TensorArg> run(std::span<const TensorArg> inputs,
+                             const RunOptions& options) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    detail::check_inputs(*plan_, inputs);
+    MemoryPool& pool = detail::pool_of(options);
+    if (!prepared_) prepare(pool);
+
+    for (size_t i = 0; i < inputs.size(); ++i)
+      data_[plan_->parameters[i]] = inputs[i].buffer->data();
+    // Graph outputs get fresh buffers: the caller keeps them after the run.
+    std::vector<std::shared_ptr<Buffer>> output_buffers(plan_->slots.size());
+    for (int id : output_slots_) {
+      output_buffers[id] = pool.allocate(std::max(plan_->slots[id].bytes, kTensorAlignment),
+                                         plan_->graph->name() + " output");
+      data_[id] = output_buffers[id]->data();
+    }
+    for (const Patch& p : patches_) {
+      BoundStep& b = steps_[p.step];
+      (p.output ? b.outputs : b.inputs)[p.operand].data = data_[p.slot];
+    }
+
+    ScopedIntraOpThreads threads(options.intra_op_threads);
+    for (BoundStep& b : steps_) {
+      try {
+        if (b.kernel != nullptr) {
+          (*b.kernel)(
+              ir::KernelContext{b.inputs, b.outputs, *b.attrs, b.op, options.deterministic});
+        } else {
+          run_control_flow(b, options);
+        }
+      } catch (...) {
+        detail::rethrow_at(*plan_, *b.step);
+      }
+      if (options.on_step) options.on_step(*b.step->node);
+    }
+
+    std::vector<TensorArg> out;
+    std::vector<bool> handed(plan_->slots.size(), false);
+    for (int id : plan_->outputs) {
+      const Slot& slot = plan_->slots[id];
+      if (output_buffers[id] != nullptr && !handed[id]) {
+        handed[id] = true;
+        out.push_back({slot.type, output_buffers[id]});
+        continue;
+      }
+      // A parameter, a constant or a repeated output: a copy of its own.
+      auto buffer = pool.allocate(std::max(slot.bytes, kTensorAlignment), "output");
+      std::memcpy(buffer->data(), data_[id], detail::payload_bytes(slot.type));
+      out.push_back({slot.type, std::move(buffer)});
+    }
+    return out;
+  }
+
+  std::string_view name() const override { return "SinkExecutor"; }
+
+ private:
+  void validate() const {
+    const Plan& plan = *plan_;
+    for (const Step& step : plan.steps) {
+      MF_CHECK(step.node != nullptr && step.node->def() != nullptr, InvalidArgument,
+               "SinkExecutor: a step of graph @", plan.graph->name(), " has no registered op");
+      const bool control_flow = step.node->def()->has(ir::Trait::kControlFlow);
+      MF_CHECK(control_flow || static_cast<bool>(step.node->def()->kernel), InvalidArgument,
+               "SinkExecutor: op '", step.node->op(), "' has no kernel");
+      MF_CHECK(!control_flow || !step.subplans.empty(), InvalidArgument,
+               "SinkExecutor: control-flow step '", step.node->op(), "' has no subplans");
+      for (int id : step.inputs) {
+        MF_CHECK(id >= 0 && size_t(id) < plan.slots.size(), Internal, "bad slot id ", id);
+      }
+      for (int id : step.outputs) {
+        MF_CHECK(id >= 0 && size_t(id) < plan.slots.size(), Internal, "bad slot id ", id);
+        MF_CHECK(
+            plan.slots[id].kind == SlotKind::kPooled || plan.slots[id].kind == SlotKind::kArena,
+            Internal, "output slot ", id, " of '", step.node->op(), "' is not writable");
+      }
+    }
+    for (const Slot& slot : plan.slots) {
+      if (slot.kind == SlotKind::kArena) {
+        MF_CHECK(slot.offset + slot.bytes <= plan.arena_bytes, Internal,
+                 "arena slot beyond arena_bytes");
+      }
+    }
+  }
+
+  void bind_steps() {
+    const Plan& plan = *plan_;
+    data_.assign(plan.slots.size(), nullptr);
+    for (size_t id = 0; id < plan.slots.size(); ++id) {
+      const Slot& slot = plan.slots[id];
+      if (slot.kind == SlotKind::kConstant) {
+        data_[id] = const_cast<uint8_t*>(plan.graph->constant(slot.index)->bytes().data());
+      }
+      if (slot.is_output) output_slots_.push_back(static_cast<int>(id));
+    }
+    auto varies = [&](int id) {
+      return plan.slots[id].kind == SlotKind::kParameter || plan.slots[id].is_output;
+    };
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      const Step& step = plan.steps[s];
+      BoundStep b;
+      b.step = &step;
+      b.attrs = &step.node->attrs();
+      b.op = step.node->op();
+      if (!step.node->def()->has(ir::Trait::kControlFlow)) b.kernel = &step.node->def()->kernel;
+      for (size_t i = 0; i < step.inputs.size(); ++i) {
+        b.inputs.push_back({nullptr, plan.slots[step.inputs[i]].type});
+        if (varies(step.inputs[i])) patches_.push_back({s, false, i, step.inputs[i]});
+      }
+      for (size_t k = 0; k < step.outputs.size(); ++k) {
+        b.outputs.push_back({nullptr, plan.slots[step.outputs[k]].type});
+        if (varies(step.outputs[k])) patches_.push_back({s, true, k, step.outputs[k]});
+      }
+      steps_.push_back(std::move(b));
+    }
+  }
+
+  // First run: the arena and every pooled intermediate, kept for later runs; then every view whose
+  // pointer no longer changes.
+  void prepare(MemoryPool& pool) {
+    const Plan& plan = *plan_;
+    if (plan.arena_bytes > 0) arena_ = pool.allocate(plan.arena_bytes, "arena");
+    for (size_t id = 0; id < plan.slots.size(); ++id) {
+      const Slot& slot = plan.slots[id];
+      if (slot.kind == SlotKind::kArena) {
+        data_[id] = static_cast<uint8_t*>(arena_->data()) + slot.offset;
+      } else if (slot.kind == SlotKind::kPooled && !slot.is_output) {
+        kept_.push_back(pool.allocate(std::max(slot.bytes, kTensorAlignment), "intermediate"));
+        data_[id] = kept_.back()->data();
+      }
+    }
+    for (BoundStep& b : steps_) {
+      for (size_t i = 0; i < b.inputs.size(); ++i) b.inputs[i].data = data_[b.step->inputs[i]];
+      for (size_t k = 0; k < b.outputs.size(); ++k) b.outputs[k].data = data_[b.step->outputs[k]];
+    }
+    prepared_ = true;
+  }
+
+  void run_control_flow(const BoundStep& b, const RunOptions& options) {
+    std::vector<TensorArg> args;
+    for (const ir::TensorView& v : b.inputs) {
+      args.push_back({v.type, wrap_external(v.data, detail::payload_bytes(v.type))});
+    }
+    std::vector<TensorArg> results = detail::run_control_flow(*plan_, *b.step, args, options, 0);
+    for (size_t k = 0; k < b.outputs.size(); ++k) {
+      std::memcpy(b.outputs[k].data, results[k].buffer->data(),
+                  detail::payload_bytes(b.outputs[k].type));
+    }
+  }
+
+  std::shared_ptr<const Plan> plan_;
+  std::mutex mutex_;
+  std::vector<BoundStep> steps_;
+  std::vector<Patch> patches_;
+  std::vector<int> output_slots_;
+  std::vector<void*> data_;  // per slot; parameters and outputs rebound each run
+  bool prepared_ = false;
+  std::shared_ptr<Buffer> arena_;
+  std::vector<std::shared_ptr<Buffer>> kept_;
+};
+
+}  // namespace
+
+std::unique_ptr<GraphExecutor> make_sink_executor(std::shared_ptr<const Plan> plan) {
+  return std::make_unique<SinkExecutor>(std::move(plan));
+}
+
+}  // namespace mf::runtime

@@ -4,6 +4,7 @@
 
 #include "engine/engine_state.h"
 #include "engine/scope.h"
+#include "engine/trace.h"
 #include "ir/op_def.h"
 #include "runtime/eager_executor.h"
 
@@ -20,6 +21,7 @@ std::string describe_types(std::span<const ir::TensorType> types) {
 
 std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs, ir::Attrs attrs,
                             std::source_location where) {
+  if (Tracer* tracer = Tracer::active()) return tracer->record(op, inputs, std::move(attrs), where);
   const auto policy = current_policy();
   const ir::OpDef& def = ir::get_op(op);
   const std::string call_site = runtime::format_call_site(where);

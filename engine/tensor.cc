@@ -62,6 +62,11 @@ void Tensor::sync() const {
 
 const void* Tensor::raw_data() const {
   sync();
+  MF_CHECK(impl_->buffer != nullptr, InvalidArgument,
+           "this tensor is symbolic: it was produced while tracing a GRAPH_MODE network, so its "
+           "value exists only "
+           "when the compiled graph runs; read the network's output instead (or use PYNATIVE_MODE "
+           "to inspect it)");
   return impl_->buffer->data();
 }
 

@@ -1,21 +1,42 @@
 #include "engine/nn/cell.h"
 
 #include "engine/engine_state.h"
+#include "engine/graph_mode.h"
 #include "engine/scope.h"
+#include "engine/trace.h"
 
 namespace mf::nn {
 
+Cell::Cell(std::string class_name)
+    : class_name_(std::move(class_name)), compiled_(std::make_unique<engine::CompiledCache>()) {}
+
+Cell::~Cell() = default;
+
 Tensor Cell::operator()(const Tensor& x) {
+  if (engine::Tracer* tracer = engine::Tracer::active()) return tracer->call_cell(*this, x);
   const auto policy = engine::current_policy();
-  // Until whole-graph compilation lands, running a GRAPH_MODE network op by op would silently give
-  // the user something other than what they asked for; say so instead.
-  MF_CHECK(policy->mode.value == context::ExecutionMode::kPynative ||
-               engine::current_scope() != "Default",
-           Unsupported, class_name_,
-           ": GRAPH_MODE execution is not available in this build yet; set mode to ",
-           "PYNATIVE_MODE (mf --mode pynative) to run the network op by op");
+  if (policy->mode.value == context::ExecutionMode::kGraph) {
+    MF_CHECK(x.defined(), InvalidArgument, class_name_, ": the input tensor is undefined");
+    return engine::run_graph_mode(*this, x, *compiled_, jit_level_);
+  }
   engine::ScopeGuard scope(instance_name_, class_name_, policy->reserve_class_name_in_scope.value);
   return forward(x);
+}
+
+void Cell::set_jit_config(const JitConfig& config) {
+  if (config.jit_level.empty()) {
+    jit_level_.reset();
+  } else {
+    jit_level_ = context::parse_jit_level(config.jit_level);
+  }
+}
+
+const engine::GraphRunReport& Cell::graph_report() const {
+  return compiled_->last_report;
+}
+
+void Cell::clear_compiled() {
+  compiled_->entries.clear();
 }
 
 std::vector<std::pair<std::string, Tensor>> Cell::named_parameters() const {

@@ -5,22 +5,36 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "context/policy.h"
 #include "engine/tensor.h"
+
+namespace mf::engine {
+class CompiledCache;
+struct GraphRunReport;
+}  // namespace mf::engine
 
 namespace mf::nn {
 
+// A network's own compile settings; they beat the context's jit_config, as in MindSpore's
+// JitConfig.
+struct JitConfig {
+  std::string jit_level;  // "O0", "O1", "O2" or empty (the context decides)
+};
+
 class Cell {
  public:
-  explicit Cell(std::string class_name) : class_name_(std::move(class_name)) {}
-  virtual ~Cell() = default;
+  explicit Cell(std::string class_name);
+  virtual ~Cell();
   Cell(const Cell&) = delete;
   Cell& operator=(const Cell&) = delete;
 
-  // Runs forward() inside this cell's scope.
+  // Runs forward() inside this cell's scope: op by op in PYNATIVE mode; in GRAPH mode the top-level
+  // call traces, compiles (once per input signature and settings) and runs the compiled graph.
   Tensor operator()(const Tensor& x);
   virtual Tensor forward(const Tensor& x) = 0;
 
@@ -34,6 +48,14 @@ class Cell {
   std::vector<std::pair<std::string, Cell*>> named_children() const;
   // Replaces a parameter's value (same shape and dtype), e.g. with trained weights.
   void set_parameter(const std::string& dotted_name, const Tensor& value);
+
+  // Throws InvalidArgument for a level other than O0, O1, O2 or empty.
+  void set_jit_config(const JitConfig& config);
+  std::optional<context::JitLevel> jit_level() const { return jit_level_; }
+  // What the last GRAPH-mode call did (compiled or reused, times, executor, dumps).
+  const engine::GraphRunReport& graph_report() const;
+  // Drops compiled forms (the next GRAPH-mode call compiles again).
+  void clear_compiled();
 
  protected:
   // Returns a reference that stays valid for the cell's life.
@@ -52,6 +74,8 @@ class Cell {
 
   std::string class_name_;
   std::string instance_name_ = "net";
+  std::optional<context::JitLevel> jit_level_;
+  std::unique_ptr<engine::CompiledCache> compiled_;
   std::deque<std::pair<std::string, Tensor>> parameters_;  // deque: references stay valid
   std::vector<std::pair<std::string, std::unique_ptr<Cell>>> children_;
 };

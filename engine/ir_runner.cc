@@ -1,13 +1,19 @@
 #include "engine/ir_runner.h"
 
+#include <chrono>
 #include <source_location>
 #include <unordered_map>
 
 #include "engine/dispatch.h"
+#include "engine/engine_state.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
 
 namespace mf::engine {
+
+IrRunner::IrRunner(std::unique_ptr<ir::Graph> graph) : graph_(std::move(graph)) {}
+IrRunner::~IrRunner() = default;
+IrRunner::IrRunner(IrRunner&&) noexcept = default;
 
 IrRunner IrRunner::from_file(const std::string& path) {
   auto graph = ir::parse_graph_file(path);
@@ -15,37 +21,54 @@ IrRunner IrRunner::from_file(const std::string& path) {
   return IrRunner(std::move(graph));
 }
 
-std::vector<std::pair<std::string, Tensor>> IrRunner::run(
-    const std::map<std::string, Tensor>& inputs, uint64_t seed) {
+std::map<std::string, Tensor> IrRunner::bind(const std::map<std::string, Tensor>& inputs,
+                                             uint64_t seed) {
   generated_.clear();
-  std::unordered_map<ir::Value, Tensor, ir::ValueHash> values;
+  for (const auto& [name, tensor] : inputs) {
+    MF_CHECK(graph_->find_parameter(name) != nullptr, InvalidArgument, "the graph @",
+             graph_->name(), " has no parameter named '", name, "'");
+  }
+  std::map<std::string, Tensor> values;
   for (size_t i = 0; i < graph_->num_parameters(); ++i) {
     ir::Parameter* p = graph_->parameter(i);
     auto fed = inputs.find(p->name());
-    Tensor t;
     if (fed != inputs.end()) {
       MF_CHECK(fed->second.type() == p->type(), InvalidArgument, "input '", p->name(), "' is ",
                ir::type_to_string(fed->second.type()), " but the graph declares ",
                ir::type_to_string(p->type()));
-      t = fed->second;
-    } else if (p->type().dtype == DType::kFloat32) {
-      t = Tensor::randn(p->type().shape, seed + i, 0.1);
-      generated_.push_back(p->name());
+      values[p->name()] = fed->second;
     } else {
-      t = Tensor::zeros(p->type().shape, p->type().dtype);
+      values[p->name()] = p->type().dtype == DType::kFloat32
+                              ? Tensor::randn(p->type().shape, seed + i, 0.1)
+                              : Tensor::zeros(p->type().shape, p->type().dtype);
       generated_.push_back(p->name());
     }
-    values[ir::Value(p)] = t;
   }
-  for (const auto& [name, tensor] : inputs) {
-    MF_CHECK(graph_->find_parameter(name) != nullptr, InvalidArgument,
-             "the graph has no parameter named '", name, "'");
+  return values;
+}
+
+std::vector<std::pair<std::string, Tensor>> IrRunner::run(
+    const std::map<std::string, Tensor>& inputs, uint64_t seed) {
+  const std::map<std::string, Tensor> values = bind(inputs, seed);
+  if (current_policy()->mode.value == context::ExecutionMode::kGraph) return run_compiled(values);
+  return run_eager(values);
+}
+
+std::vector<std::pair<std::string, Tensor>> IrRunner::run_eager(
+    const std::map<std::string, Tensor>& bound) {
+  std::unordered_map<ir::Value, Tensor, ir::ValueHash> values;
+  for (size_t i = 0; i < graph_->num_parameters(); ++i) {
+    ir::Parameter* p = graph_->parameter(i);
+    values[ir::Value(p)] = bound.at(p->name());
   }
   for (size_t i = 0; i < graph_->num_constants(); ++i) {
     ir::Constant* c = graph_->constant(i);
     values[ir::Value(c)] = Tensor::from_bytes(c->type().dtype, c->type().shape, c->bytes().data());
   }
   for (ir::Node* node : graph_->topological_order()) {
+    MF_CHECK(node->def() == nullptr || !node->def()->has(ir::Trait::kControlFlow), Unsupported,
+             "node %", node->id(), " of @", graph_->name(), " is control flow (", node->op(),
+             "), which runs only when compiled: use --mode graph for this file");
     std::vector<Tensor> args;
     for (const ir::Value& v : node->inputs()) args.push_back(values.at(v));
     std::vector<Tensor> outs;
@@ -60,6 +83,64 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run(
   std::vector<std::pair<std::string, Tensor>> outputs;
   for (size_t i = 0; i < graph_->outputs().size(); ++i) {
     outputs.emplace_back("output" + std::to_string(i), values.at(graph_->outputs()[i]));
+  }
+  return outputs;
+}
+
+std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
+    const std::map<std::string, Tensor>& bound) {
+  using Clock = std::chrono::steady_clock;
+  const context::Snapshot snapshot = context::snapshot();
+  const context::Policy policy = context::derive_policy(snapshot);
+  const context::Fingerprint fingerprint = context::fingerprint(snapshot, policy);
+  report_ = {};
+  CompiledNetwork* network = nullptr;
+  for (auto& entry : compiled_) {
+    if (entry->fingerprint == fingerprint) network = entry.get();
+  }
+  if (network == nullptr) {
+    auto entry = std::make_unique<CompiledNetwork>();
+    entry->fingerprint = fingerprint;
+    entry->jit_level = policy.jit_level.value;
+    const auto start = Clock::now();
+    entry->compiled =
+        passes::compile(graph_->clone(), compile_options_from(policy, graph_->name()));
+    entry->executor = policy.jit_level.value == context::JitLevel::kO2
+                          ? runtime::make_sink_executor(entry->compiled.plan)
+                          : runtime::make_kernel_executor(entry->compiled.plan);
+    entry->compile_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    compiled_.push_back(std::move(entry));
+    network = compiled_.back().get();
+    report_.compiled = true;
+    report_.compile_ms = network->compile_ms;
+    report_.dump_files = network->compiled.dump_files;
+  }
+  report_.planned_peak_bytes = network->compiled.plan->planned_peak_bytes;
+  report_.executor = std::string(network->executor->name());
+  if (policy.precompile_only.value) return {};
+
+  std::vector<runtime::TensorArg> inputs;
+  const ir::Graph& compiled_graph = *network->compiled.graph;
+  for (size_t i = 0; i < compiled_graph.num_parameters(); ++i) {
+    const Tensor& t = bound.at(compiled_graph.parameter(i)->name());
+    t.sync();
+    inputs.push_back({t.type(), t.impl()->buffer});
+  }
+  runtime::RunOptions options;
+  options.intra_op_threads = policy.intra_op_threads.value;
+  options.inter_op_parallelism = policy.inter_op_parallelism.value;
+  options.deterministic = policy.deterministic.value;
+  options.max_call_depth = policy.max_call_depth.value;
+  const auto start = Clock::now();
+  std::vector<runtime::TensorArg> results = network->executor->run(inputs, options);
+  report_.run_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  report_.ran = true;
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  for (size_t i = 0; i < results.size(); ++i) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->type = results[i].type;
+    impl->buffer = std::move(results[i].buffer);
+    outputs.emplace_back("output" + std::to_string(i), Tensor(impl));
   }
   return outputs;
 }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/graph_mode.h"
 #include "engine/tensor.h"
 #include "ir/graph.h"
 
@@ -16,7 +17,9 @@ namespace mf::engine {
 
 class IrRunner {
  public:
-  explicit IrRunner(std::unique_ptr<ir::Graph> graph) : graph_(std::move(graph)) {}
+  explicit IrRunner(std::unique_ptr<ir::Graph> graph);
+  ~IrRunner();
+  IrRunner(IrRunner&&) noexcept;
   static IrRunner from_file(const std::string& path);
 
   // Outputs named "output0", "output1", ... in the graph's output order.
@@ -25,10 +28,20 @@ class IrRunner {
   // Parameters filled from the seed in the last run().
   const std::vector<std::string>& generated_parameters() const { return generated_; }
   const ir::Graph& graph() const { return *graph_; }
+  // GRAPH mode: what the last run did (compiled or reused, times, planned peak).
+  const GraphRunReport& graph_report() const { return report_; }
 
  private:
+  std::map<std::string, Tensor> bind(const std::map<std::string, Tensor>& inputs, uint64_t seed);
+  std::vector<std::pair<std::string, Tensor>> run_eager(
+      const std::map<std::string, Tensor>& values);
+  std::vector<std::pair<std::string, Tensor>> run_compiled(
+      const std::map<std::string, Tensor>& values);
+
   std::unique_ptr<ir::Graph> graph_;
   std::vector<std::string> generated_;
+  std::vector<std::unique_ptr<CompiledNetwork>> compiled_;  // per compile fingerprint
+  GraphRunReport report_;
 };
 
 }  // namespace mf::engine

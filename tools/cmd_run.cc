@@ -77,14 +77,31 @@ void run(const RunOptions& options) {
   std::vector<double> millis;
   std::vector<std::pair<std::string, Tensor>> outputs;
   runtime::default_pool().reset_peak();
+  const bool graph_mode = policy->mode.value == context::ExecutionMode::kGraph;
+  auto graph_report = [&]() -> const engine::GraphRunReport& {
+    return net ? net->graph_report() : runner->graph_report();
+  };
   for (int i = 0; i < options.iters; ++i) {
     const auto start = std::chrono::steady_clock::now();
     outputs = step();
-    for (auto& [name, t] : outputs) t.sync();
+    for (auto& [name, t] : outputs) {
+      if (t.defined()) t.sync();
+    }
     engine::sync();
     millis.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
+    if (graph_mode && i == 0) {
+      const engine::GraphRunReport& report = graph_report();
+      std::printf("graph: compiled in %.3g ms (trace %.3g ms), %s, planned peak %s\n",
+                  report.compile_ms, report.trace_ms, report.executor.c_str(),
+                  runtime::format_bytes(report.planned_peak_bytes).c_str());
+      for (const auto& file : report.dump_files) std::printf("dumped %s\n", file.string().c_str());
+      if (!report.ran) {
+        std::printf("precompile_only: compiled, not run\n");
+        return;
+      }
+    }
   }
   for (const auto& [name, t] : outputs) print_output(name, t);
   const double first = millis.front();

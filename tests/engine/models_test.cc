@@ -64,16 +64,5 @@ TEST_F(EngineTest, ElementwiseNetworkMatchesItsFormula) {
   }
 }
 
-TEST_F(EngineTest, GraphModeIsRefusedClearlyUntilItExists) {
-  context::set({{"mode", "GRAPH_MODE"}});
-  auto net = models::find_net("mlp").make(0);
-  try {
-    (*net)(models::find_net("mlp").make_input(0));
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-  }
-}
-
 }  // namespace
 }  // namespace mf

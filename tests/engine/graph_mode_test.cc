@@ -1,0 +1,251 @@
+// The backbone: every sample network gives the same outputs in PYNATIVE and in GRAPH at every
+// jit_level and memory level (bit for bit with deterministic=ON; kernels here split work in fixed
+// chunks, so they are bit-identical even without it, and the test holds them to that), plus the
+// GRAPH-mode contract: compile once per signature, recompile with a reason, JitConfig beats the
+// global level, precompile_only, control flow, max_call_depth.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "engine/control_flow.h"
+#include "engine/graph_mode.h"
+#include "engine/jit.h"
+#include "engine/models/registry.h"
+#include "engine/nn/layers.h"
+#include "engine/ops.h"
+#include "engine_fixture.h"
+
+namespace mf {
+namespace {
+
+using testing::EngineTest;
+
+std::vector<double> run_net(const std::string& name, const context::Json& settings) {
+  context::set(settings);
+  const models::NetSpec& spec = models::find_net(name);
+  auto net = spec.make(0);
+  return (*net)(spec.make_input(0)).to_doubles();
+}
+
+struct ModeCase {
+  std::string net;
+  std::string jit_level;
+  std::string memory_level;
+};
+
+class ModesAgreeTest : public EngineTest, public ::testing::WithParamInterface<ModeCase> {};
+
+TEST_P(ModesAgreeTest, GraphEqualsPynativeBitForBit) {
+  const ModeCase& c = GetParam();
+  const std::vector<double> eager = run_net(c.net, {{"mode", "PYNATIVE_MODE"}});
+  const std::vector<double> graph = run_net(c.net, {{"mode", "GRAPH_MODE"},
+                                                    {"deterministic", "ON"},
+                                                    {"jit_config", {{"jit_level", c.jit_level}}},
+                                                    {"memory_optimize_level", c.memory_level}});
+  ASSERT_EQ(graph.size(), eager.size());
+  for (size_t i = 0; i < eager.size(); ++i)
+    ASSERT_EQ(graph[i], eager[i]) << c.net << " element " << i;
+}
+
+std::vector<ModeCase> all_cases() {
+  std::vector<ModeCase> cases;
+  for (const char* net :
+       {"mlp", "cnn", "transformer", "elementwise", "layernorm", "softmax", "chain"}) {
+    for (const char* jit : {"O0", "O1", "O2"}) {
+      for (const char* mem : {"O0", "O1"}) cases.push_back({net, jit, mem});
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllNetsLevels, ModesAgreeTest, ::testing::ValuesIn(all_cases()),
+                         [](const auto& info) {
+                           return info.param.net + "_jit" + info.param.jit_level + "_mem" +
+                                  info.param.memory_level;
+                         });
+
+class GraphModeTest : public EngineTest {};
+
+TEST_F(GraphModeTest, CompilesOncePerSignatureAndSaysWhyItRecompiles) {
+  context::set({{"mode", "GRAPH_MODE"}});
+  nn::Dense dense(8, 4, 1);
+  dense(Tensor::randn({2, 8}, 1));
+  EXPECT_TRUE(dense.graph_report().compiled);
+  dense(Tensor::randn({2, 8}, 2));
+  EXPECT_FALSE(dense.graph_report().compiled);
+  dense(Tensor::randn({5, 8}, 2));
+  EXPECT_TRUE(dense.graph_report().compiled);
+  EXPECT_EQ(dense.graph_report().recompile_reason,
+            "input x changed from <Tensor[Float32], (2, 8)> to <Tensor[Float32], (5, 8)>");
+  context::set({{"jit_config", {{"jit_level", "O1"}}}});
+  dense(Tensor::randn({5, 8}, 2));
+  EXPECT_TRUE(dense.graph_report().compiled);
+  EXPECT_NE(dense.graph_report().recompile_reason.find("compile settings changed"),
+            std::string::npos);
+  // Back to the first settings and shape: the cached form is reused.
+  context::set({{"jit_config", {{"jit_level", ""}}}});
+  dense(Tensor::randn({2, 8}, 3));
+  EXPECT_FALSE(dense.graph_report().compiled);
+}
+
+TEST_F(GraphModeTest, ANetworksJitConfigBeatsTheGlobalLevel) {
+  context::set({{"mode", "GRAPH_MODE"}, {"jit_config", {{"jit_level", "O0"}}}});
+  nn::Dense dense(8, 4, 1);
+  dense.set_jit_config({"O2"});
+  dense(Tensor::randn({2, 8}, 1));
+  EXPECT_EQ(dense.graph_report().executor, "SinkExecutor");
+  dense.set_jit_config({});
+  dense(Tensor::randn({2, 8}, 1));
+  EXPECT_EQ(dense.graph_report().executor, "KernelExecutor");
+  EXPECT_THROW(dense.set_jit_config({"O3"}), Error);
+}
+
+TEST_F(GraphModeTest, WeightsAreBoundAtEveryRunNotBakedIn) {
+  context::set({{"mode", "GRAPH_MODE"}});
+  nn::Dense dense(3, 2, 1);
+  Tensor x = Tensor::ones({1, 3});
+  const auto before = dense(x).to_doubles();
+  dense.set_parameter("bias", Tensor::from_vector<float>({10, 20}, {2}));
+  const auto after = dense(x).to_doubles();
+  EXPECT_FALSE(dense.graph_report().compiled);
+  EXPECT_NE(before, after);
+  context::set({{"mode", "PYNATIVE_MODE"}});
+  EXPECT_EQ(dense(x).to_doubles(), after);
+}
+
+TEST_F(GraphModeTest, PrecompileOnlyCompilesWithoutRunning) {
+  context::set({{"mode", "GRAPH_MODE"}, {"precompile_only", true}});
+  nn::Dense dense(8, 4, 1);
+  Tensor y = dense(Tensor::randn({2, 8}, 1));
+  EXPECT_FALSE(y.defined());
+  EXPECT_TRUE(dense.graph_report().compiled);
+  EXPECT_FALSE(dense.graph_report().ran);
+}
+
+TEST_F(GraphModeTest, SymbolicTensorsCannotBeReadWhileTracing) {
+  context::set({{"mode", "GRAPH_MODE"}});
+  auto peek = jit([](const Tensor& x) {
+    Tensor y = ops::relu(x);
+    y.to_vector<float>();
+    return y;
+  });
+  try {
+    peek(Tensor::ones({2}));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("symbolic"), std::string::npos) << e.what();
+  }
+}
+
+Tensor piecewise(const Tensor& x) {
+  Tensor total = ops::reduce_sum(x);
+  return ops::cond(
+      ops::greater(total, ops::scalar(0)), [&] { return ops::mul(x, ops::scalar(2)); },
+      [&] { return ops::neg(x); });
+}
+
+TEST_F(GraphModeTest, CondTakesTheBranchTheDataChoosesInBothModes) {
+  for (const char* mode : {"PYNATIVE_MODE", "GRAPH_MODE"}) {
+    context::set({{"mode", mode}});
+    auto f = jit(piecewise);
+    EXPECT_EQ(f(Tensor::from_vector<float>({1, 2}, {2})).to_vector<float>(),
+              (std::vector<float>{2, 4}))
+        << mode;
+    EXPECT_EQ(f(Tensor::from_vector<float>({-1, -2}, {2})).to_vector<float>(),
+              (std::vector<float>{1, 2}))
+        << mode;
+  }
+}
+
+TEST_F(GraphModeTest, WhileLoopRunsUntilItsConditionFailsInBothModes) {
+  for (const char* mode : {"PYNATIVE_MODE", "GRAPH_MODE"}) {
+    context::set({{"mode", mode}});
+    Tensor limit = Tensor::full({}, 100.0);  // captured from outside the loop
+    auto f = jit([&](const Tensor& x) {
+      return ops::while_loop(
+                 [&](const std::vector<Tensor>& v) {
+                   return ops::less(ops::reduce_max(v[0]), limit);
+                 },
+                 [](const std::vector<Tensor>& v) {
+                   return std::vector<Tensor>{ops::mul(v[0], ops::scalar(2))};
+                 },
+                 {x})
+          .front();
+    });
+    EXPECT_EQ(f(Tensor::from_vector<float>({1, 3}, {2})).to_vector<float>(),
+              (std::vector<float>{64, 192}))
+        << mode;
+  }
+}
+
+// A cell that nests `depth` levels of itself.
+class Nested : public nn::Cell {
+ public:
+  explicit Nested(int depth) : Cell("Nested") {
+    if (depth > 0) inner_ = &register_child("inner", std::make_unique<Nested>(depth - 1));
+  }
+  Tensor forward(const Tensor& x) override {
+    return inner_ ? (*inner_)(ops::relu(x)) : ops::neg(x);
+  }
+
+ private:
+  Nested* inner_ = nullptr;
+};
+
+TEST_F(GraphModeTest, NestingBeyondMaxCallDepthFailsSayingWhere) {
+  context::set({{"mode", "GRAPH_MODE"}, {"max_call_depth", 5}});
+  Nested shallow(3);
+  EXPECT_EQ(shallow(Tensor::ones({2})).to_vector<float>(), (std::vector<float>{-1, -1}));
+  Nested deep(8);
+  try {
+    deep(Tensor::ones({2}));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exceeds max_call_depth 5"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("Default/net-Nested/inner-Nested"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(GraphModeTest, InterOpParallelismGivesTheSameResults) {
+  const auto serial =
+      run_net("transformer", {{"mode", "GRAPH_MODE"}, {"jit_config", {{"jit_level", "O1"}}}});
+  const auto parallel = run_net("transformer", {{"mode", "GRAPH_MODE"},
+                                                {"jit_config", {{"jit_level", "O1"}}},
+                                                {"inter_op_parallel_num", 2}});
+  EXPECT_EQ(parallel, serial);
+}
+
+TEST_F(GraphModeTest, MemoryLevelO1PlansLessThanO0OnTransformerAndCnn) {
+  for (const char* name : {"transformer", "cnn"}) {
+    size_t peak[2];
+    for (int level = 0; level < 2; ++level) {
+      context::set({{"mode", "GRAPH_MODE"},
+                    {"precompile_only", true},
+                    {"memory_optimize_level", level ? "O1" : "O0"}});
+      auto net = models::find_net(name).make(0);
+      (*net)(models::find_net(name).make_input(0));
+      peak[level] = net->graph_report().planned_peak_bytes;
+    }
+    EXPECT_LT(peak[1], peak[0]) << name;
+  }
+}
+
+TEST_F(GraphModeTest, ShapeErrorsWhileTracingNameTheOpAndScope) {
+  context::set({{"mode", "GRAPH_MODE"}});
+  nn::Dense dense(8, 4, 1);
+  auto bad = jit([&](const Tensor& x) { return ops::matmul(x, x); });
+  try {
+    bad(Tensor::ones({2, 3}));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("matmul"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("while tracing"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mf

@@ -390,4 +390,18 @@ std::vector<Graph*> Graph::subgraphs() const {
   return out;
 }
 
+size_t Graph::erase_unused_constants() {
+  const size_t before = constants_.size();
+  std::erase_if(constants_, [](const std::unique_ptr<Constant>& c) { return c->uses_.empty(); });
+  for (size_t i = 0; i < constants_.size(); ++i) constants_[i]->index_ = i;
+  return before - constants_.size();
+}
+
+void Graph::erase_subgraph(const Graph* subgraph) {
+  auto it = std::find_if(subgraphs_.begin(), subgraphs_.end(),
+                         [&](const std::unique_ptr<Graph>& g) { return g.get() == subgraph; });
+  MF_CHECK(it != subgraphs_.end(), Internal, "graph @", name_, " has no such subgraph to erase");
+  subgraphs_.erase(it);
+}
+
 }  // namespace mf::ir

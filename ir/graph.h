@@ -189,6 +189,9 @@ class Graph {
   }
   size_t num_constants() const { return constants_.size(); }
   Constant* constant(size_t i) const { return constants_.at(i).get(); }
+  // Drops constants nothing uses (left behind by folding) and renumbers the rest in order; returns
+  // how many went. Constant pointers that remain stay valid.
+  size_t erase_unused_constants();
 
   // Appends a node of a registered op; output types come from OpDef::infer_types, which also checks
   // arity and attributes and fills defaults. Unknown ops fail with NotFound.
@@ -238,6 +241,8 @@ class Graph {
   Graph* find_subgraph(std::string_view name) const;     // direct children only
   Graph* resolve_subgraph(std::string_view name) const;  // this graph's children, then its parent's
   std::vector<Graph*> subgraphs() const;                 // in insertion order
+  // Removes a direct child (and everything below it); the caller makes sure no node names it.
+  void erase_subgraph(const Graph* subgraph);
 
  private:
   UseList& mutable_uses(Value value);

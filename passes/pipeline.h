@@ -1,0 +1,63 @@
+#pragma once
+// Pipeline: runs passes in order, verifying, timing and recording each one, and repeating
+// fixed-point groups until none of their passes changes the graph.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "passes/compiler.h"
+#include "passes/pass.h"
+
+namespace mf::passes {
+
+// What changed between two states of a graph tree, by node identity (ids are stable).
+struct GraphDelta {
+  size_t added = 0;
+  size_t removed = 0;
+  size_t rewritten = 0;         // same node, different op, attributes or operands
+  std::string summary() const;  // "2 nodes added, 1 removed, 3 rewritten" or "no change"
+};
+
+// A pass run in order, alone or as part of a group that repeats to a fixed point.
+// Promise: after run(), every pass that changed the graph was followed by ir::verify; an error
+// names the pass it came from ("in pass 'cse'").
+class Pipeline {
+ public:
+  // Called after every pass run with the graph as the pass left it (dumps hook in here).
+  using Observer = std::function<void(const ir::Graph& graph, const PassRecord& record)>;
+
+  static constexpr int kDefaultMaxRounds = 16;
+
+  // A pass that runs once.
+  void add(std::unique_ptr<Pass> pass);
+  // Passes repeated, in order, until a whole round changes nothing or max_rounds is reached (then
+  // a warning: the result is still valid, only maybe not minimal).
+  void add_group(std::string group, std::vector<std::unique_ptr<Pass>> passes,
+                 int max_rounds = kDefaultMaxRounds);
+
+  void set_verify_every_pass(bool on) { verify_every_pass_ = on; }
+  void set_observer(Observer observer) { observer_ = std::move(observer); }
+
+  // Runs everything; returns one record per pass run, in order.
+  std::vector<PassRecord> run(ir::Graph& graph);
+
+  // Names in order, with group names ("" for a pass that runs once).
+  struct Entry {
+    std::string group;
+    int max_rounds = 1;
+    std::vector<std::unique_ptr<Pass>> passes;
+  };
+  const std::vector<Entry>& entries() const { return entries_; }
+
+ private:
+  bool run_one(Pass& pass, ir::Graph& graph, std::vector<PassRecord>& records);
+
+  std::vector<Entry> entries_;
+  bool verify_every_pass_ = false;
+  Observer observer_;
+};
+
+}  // namespace mf::passes

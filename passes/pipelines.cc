@@ -1,0 +1,162 @@
+// THE table: which pass runs from which jit_level (and fusion opt_level), in which group, in
+// which phase. Everything else here only reads it.
+
+#include "passes/pipelines.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "passes/passes.h"
+
+namespace mf::passes {
+
+namespace {
+
+enum class Group { kNone, kSimplify };
+enum class Phase { kFrontend, kBackend };
+
+using MakePass = std::unique_ptr<Pass> (*)();
+
+std::unique_ptr<Pass> make_default_constant_folding() {
+  return make_constant_folding();
+}
+
+struct PassEntry {
+  std::string_view name;
+  MakePass make;  // null: a stage that is not a Pass (an executor choice, or compile()'s planner)
+  JitLevel from;
+  int from_fusion;  // fusion opt_level the pass also needs (0: none)
+  Group group;      // consecutive rows of one group repeat together to a fixed point
+  Phase phase;      // the "frontend" dump is written between the phases
+};
+
+// clang-format off
+constexpr PassEntry kGraphPipeline[] = {
+  // pass                              factory                          jit_level      fusion  group            phase
+  {"infer-shapes",                     make_infer_shapes,               JitLevel::kO0, 0, Group::kNone,     Phase::kFrontend},
+  {"inline",                           make_inline_calls,               JitLevel::kO0, 0, Group::kNone,     Phase::kFrontend},
+  {"dead-code-elimination",            make_dead_code_elimination,      JitLevel::kO0, 0, Group::kNone,     Phase::kFrontend},
+  {"constant-folding",                 make_default_constant_folding,   JitLevel::kO1, 0, Group::kSimplify, Phase::kFrontend},
+  {"algebraic-simplification",         make_algebraic_simplification,   JitLevel::kO1, 0, Group::kSimplify, Phase::kFrontend},
+  {"common-subexpression-elimination", make_cse,                        JitLevel::kO1, 0, Group::kSimplify, Phase::kFrontend},
+  {"dead-code-elimination",            make_dead_code_elimination,      JitLevel::kO1, 0, Group::kSimplify, Phase::kFrontend},
+  {"select-kernels",                   make_select_kernels,             JitLevel::kO0, 0, Group::kNone,     Phase::kBackend},
+  {"sink-execution",                   nullptr,                         JitLevel::kO2, 0, Group::kNone,     Phase::kBackend},  // SinkExecutor runs the plan
+  {"plan-memory",                      nullptr,                         JitLevel::kO0, 0, Group::kNone,     Phase::kBackend},  // compile() calls plan_memory
+};
+// clang-format on
+
+std::string_view group_name(Group group) {
+  return group == Group::kSimplify ? "simplify" : "";
+}
+
+bool contains(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+const PassEntry* find_entry(std::string_view name) {
+  for (const PassEntry& entry : kGraphPipeline) {
+    if (entry.name == name && entry.make != nullptr) return &entry;
+  }
+  return nullptr;
+}
+
+std::string joined_known_names() {
+  std::string out;
+  for (const std::string& name : known_pass_names()) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+void check_names(const std::vector<std::string>& names, std::string_view flag) {
+  for (const std::string& name : names) {
+    MF_CHECK(find_entry(name) != nullptr, InvalidArgument, flag, "=", name,
+             " names no pass; known passes: ", joined_known_names());
+  }
+}
+
+// Why a row runs under the options, or "" when it does not.
+std::string origin_of(const PassEntry& entry, const CompileOptions& options) {
+  if (entry.make != nullptr && contains(options.disable_passes, std::string(entry.name))) return "";
+  if (options.jit_level >= entry.from && options.fusion_level >= entry.from_fusion) {
+    return entry.from_fusion > 0 ? detail::str_cat("fusion opt_level ", entry.from_fusion)
+                                 : detail::str_cat("jit_level ", to_string(entry.from));
+  }
+  if (entry.make != nullptr && contains(options.enable_passes, std::string(entry.name))) {
+    return "--enable_pass";
+  }
+  return "";
+}
+
+// The Pipeline of one phase: rows that run, consecutive rows of a group gathered into one group.
+Pipeline build_phase(const CompileOptions& options, Phase phase) {
+  check_names(options.enable_passes, "--enable_pass");
+  check_names(options.disable_passes, "--disable_pass");
+  Pipeline pipeline;
+  pipeline.set_verify_every_pass(options.verify_every_pass);
+  Group open_group = Group::kNone;
+  std::vector<std::unique_ptr<Pass>> grouped;
+  auto close_group = [&] {
+    if (open_group != Group::kNone) {
+      pipeline.add_group(std::string(group_name(open_group)), std::move(grouped));
+    }
+    grouped.clear();
+    open_group = Group::kNone;
+  };
+  for (const PassEntry& entry : kGraphPipeline) {
+    if (entry.phase != phase || entry.make == nullptr || origin_of(entry, options).empty()) {
+      continue;
+    }
+    if (entry.group != open_group) close_group();
+    if (entry.group == Group::kNone) {
+      pipeline.add(entry.make());
+    } else {
+      open_group = entry.group;
+      grouped.push_back(entry.make());
+    }
+  }
+  close_group();
+  return pipeline;
+}
+
+}  // namespace
+
+Pipeline build_frontend_pipeline(const CompileOptions& options) {
+  return build_phase(options, Phase::kFrontend);
+}
+
+Pipeline build_backend_pipeline(const CompileOptions& options) {
+  return build_phase(options, Phase::kBackend);
+}
+
+std::vector<std::string> known_pass_names() {
+  std::vector<std::string> names;
+  for (const PassEntry& entry : kGraphPipeline) {
+    if (entry.make != nullptr && !contains(names, std::string(entry.name))) {
+      names.emplace_back(entry.name);
+    }
+  }
+  return names;
+}
+
+std::unique_ptr<Pass> make_pass(std::string_view name) {
+  const PassEntry* entry = find_entry(name);
+  MF_CHECK(entry != nullptr, NotFound, "no pass named '", name,
+           "'; known passes: ", joined_known_names());
+  return entry->make();
+}
+
+std::vector<PipelineRow> describe_pipeline(const CompileOptions& options) {
+  check_names(options.enable_passes, "--enable_pass");
+  check_names(options.disable_passes, "--disable_pass");
+  std::vector<PipelineRow> rows;
+  for (const PassEntry& entry : kGraphPipeline) {
+    std::string origin = origin_of(entry, options);
+    if (!origin.empty()) {
+      rows.push_back(
+          {std::string(entry.name), std::move(origin), std::string(group_name(entry.group))});
+    }
+  }
+  return rows;
+}
+
+}  // namespace mf::passes

@@ -28,11 +28,13 @@ using AddCommand = void (*)(CLI::App& app, GlobalOptions& options);
 void add_context_command(CLI::App& app, GlobalOptions& options);
 void add_run_command(CLI::App& app, GlobalOptions& options);    // run, nets
 void add_print_command(CLI::App& app, GlobalOptions& options);  // print-parse
+void add_passes_command(CLI::App& app, GlobalOptions& options);
+void add_ir_command(CLI::App& app, GlobalOptions& options);  // ir check
+void add_dump_command(CLI::App& app, GlobalOptions& options);
 
 inline constexpr AddCommand kCommands[] = {
-    add_context_command,
-    add_run_command,
-    add_print_command,
+    add_context_command, add_run_command, add_print_command,
+    add_passes_command,  add_ir_command,  add_dump_command,
 };
 
 }  // namespace mf::tools

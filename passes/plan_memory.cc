@@ -228,21 +228,72 @@ class Planner {
       }
     }
 
+    if (!options_.memory_reuse) {
+      size_t arena = 0;
+      for (Group& g : groups) {
+        g.offset = arena;
+        arena += g.bytes;
+      }
+      apply(plan, groups, arena);
+      return;
+    }
+    // Several placement orders (SOMAS tries heuristics and keeps the best): the one with the lowest
+    // planned peak wins, then the smallest arena, then the earlier order.
+    using Less = bool (*)(const Group&, const Group&);
+    const Less orders[] = {
+        [](const Group& a, const Group& b) {
+          return a.bytes != b.bytes ? a.bytes > b.bytes : a.start < b.start;
+        },
+        [](const Group& a, const Group& b) {
+          return a.start != b.start ? a.start < b.start : a.bytes > b.bytes;
+        },
+        [](const Group& a, const Group& b) {
+          const int la = a.end - a.start;
+          const int lb = b.end - b.start;
+          return la != lb ? la > lb : a.bytes > b.bytes;
+        },
+        [](const Group& a, const Group& b) {
+          const size_t wa = a.bytes * size_t(a.end - a.start + 1);
+          const size_t wb = b.bytes * size_t(b.end - b.start + 1);
+          return wa != wb ? wa > wb : a.start < b.start;
+        },
+    };
+    std::vector<Group> best;
+    size_t best_arena = 0;
+    size_t best_peak = SIZE_MAX;
+    for (Less less : orders) {
+      std::vector<Group> candidate = groups;
+      const size_t arena = place(candidate, less);
+      apply(plan, candidate, arena);
+      compute_peak(plan);
+      if (plan.planned_peak_bytes < best_peak ||
+          (plan.planned_peak_bytes == best_peak && arena < best_arena)) {
+        best = std::move(candidate);
+        best_arena = arena;
+        best_peak = plan.planned_peak_bytes;
+      }
+    }
+    apply(plan, best, best_arena);
+  }
+
+  static void apply(Plan& plan, const std::vector<Group>& groups, size_t arena) {
+    for (const Group& g : groups) {
+      for (int id : g.slots) plan.slots[id].offset = g.offset;
+    }
+    plan.arena_bytes = arena;
+  }
+
+  // Greedy best-fit in the given order: each group goes into the smallest gap left by the groups
+  // already placed whose lifetimes overlap its own, else on top of them. Returns the arena size.
+  static size_t place(std::vector<Group>& groups, bool (*less)(const Group&, const Group&)) {
     std::vector<size_t> order(groups.size());
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      if (groups[a].bytes != groups[b].bytes) return groups[a].bytes > groups[b].bytes;
-      return groups[a].start < groups[b].start;
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return less(groups[a], groups[b]); });
     std::vector<size_t> placed;
     size_t arena = 0;
     for (size_t gi : order) {
       Group& g = groups[gi];
-      if (!options_.memory_reuse) {
-        g.offset = arena;
-        arena += g.bytes;
-        continue;
-      }
       std::vector<std::pair<size_t, size_t>> busy;  // [offset, end) of overlapping lifetimes
       for (size_t pi : placed) {
         const Group& p = groups[pi];
@@ -263,10 +314,7 @@ class Planner {
       arena = std::max(arena, g.offset + g.bytes);
       placed.push_back(gi);
     }
-    for (const Group& g : groups) {
-      for (int id : g.slots) plan.slots[id].offset = g.offset;
-    }
-    plan.arena_bytes = arena;
+    return arena;
   }
 
   // Data edges, program order among side-effect and control-flow steps, and for arena reuse the
@@ -308,25 +356,47 @@ class Planner {
     }
   }
 
-  // The most bytes alive at once: the whole arena (allocated for the run) plus the pooled slots
-  // alive at each step. Graph outputs stay alive to the end; parameters and constants are the
-  // caller's and the graph's, not the plan's.
+  // The most bytes alive at once. At each step: the arena up to the end of its highest range in
+  // use then (the arena's layout, so fragmentation counts), plus the pooled slots alive then. Graph
+  // outputs stay alive to the end; parameters and constants are the caller's and the graph's.
   void compute_peak(Plan& plan) {
-    std::vector<int64_t> delta(plan.steps.size() + 1, 0);
+    const size_t n = plan.steps.size();
+    std::vector<int64_t> delta(n + 1, 0);
+    std::vector<size_t> arena_top(n, 0);
     for (size_t id = 0; id < plan.slots.size(); ++id) {
       const Slot& slot = plan.slots[id];
-      if (slot.kind != SlotKind::kPooled || producer_[id] == kNoStep) continue;
-      const int end = slot.is_output ? static_cast<int>(plan.steps.size()) - 1 : last_use_[id];
+      if (producer_[id] == kNoStep) continue;
+      if (slot.kind == SlotKind::kArena) {
+        for (int s = producer_[id]; s <= last_use_[id]; ++s) {
+          arena_top[s] = std::max(arena_top[s], slot.offset + slot.bytes);
+        }
+        continue;
+      }
+      if (slot.kind != SlotKind::kPooled) continue;
+      const int end = slot.is_output ? static_cast<int>(n) - 1 : last_use_[id];
       delta[producer_[id]] += static_cast<int64_t>(slot.bytes);
       delta[end + 1] -= static_cast<int64_t>(slot.bytes);
     }
     int64_t live = 0;
-    int64_t peak = 0;
-    for (size_t s = 0; s < plan.steps.size(); ++s) {
+    size_t peak = 0;
+    for (size_t s = 0; s < n; ++s) {
       live += delta[s];
-      peak = std::max(peak, live);
+      peak = std::max(peak, arena_top[s] + static_cast<size_t>(live) + nested_peak(plan.steps[s]));
     }
-    plan.planned_peak_bytes = plan.arena_bytes + static_cast<size_t>(peak);
+    plan.planned_peak_bytes = peak;
+  }
+
+  // What a control-flow step's subplans add while it runs: one branch or callee at a time; a while
+  // loop's condition runs while the body's results are alive, so both count. A recursive subplan
+  // still being built counts as 0 (its depth is only known at run time).
+  static size_t nested_peak(const Step& step) {
+    size_t sum = 0;
+    size_t most = 0;
+    for (const auto& sub : step.subplans) {
+      sum += sub->planned_peak_bytes;
+      most = std::max(most, sub->planned_peak_bytes);
+    }
+    return step.node->op() == "while" ? sum : most;
   }
 
   const CompileOptions& options_;

@@ -1,5 +1,6 @@
 #include "runtime/plan.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ir/printer.h"
@@ -61,6 +62,15 @@ std::string Plan::describe() const {
       out << " @" << (sub != nullptr && sub->graph != nullptr ? sub->graph->name() : "?");
     }
     out << "\n";
+  }
+  // Each subplan once, after its first user (recursive references are not followed twice).
+  std::vector<const Plan*> seen = {this};
+  for (const Step& s : steps) {
+    for (const auto& sub : s.subplans) {
+      if (sub == nullptr || std::find(seen.begin(), seen.end(), sub.get()) != seen.end()) continue;
+      seen.push_back(sub.get());
+      out << sub->describe();
+    }
   }
   return out.str();
 }

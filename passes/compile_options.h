@@ -4,10 +4,16 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace mf::passes {
+
+class Pass;
+using PassFactory = std::function<std::unique_ptr<Pass>()>;
 
 enum class JitLevel : uint8_t { kO0, kO1, kO2 };
 enum class MemoryLevel : uint8_t { kO0, kO1 };  // O0: a pooled buffer per tensor; O1: planned offsets with reuse
@@ -28,6 +34,13 @@ struct CompileOptions {
   bool memory_reuse = true;         // env_config_path's sys.mem_Reuse; false disables reuse at O1
   bool deterministic = false;
   DumpOptions dump;
+  // `mf bisect`: run only the first N pass runs in pipeline order (front end, then back end; every
+  // round of a fixed-point group counts), then skip every later pass except those execution needs
+  // (select-kernels). Memory planning always runs, so the cut graph still executes. Empty: all.
+  std::optional<size_t> stop_after_pass;
+  // Test-only hook (bisect tests inject a deliberately broken rewrite): passes appended to the front
+  // end after the table's passes. Never derived from the context; not part of any cache key.
+  std::vector<PassFactory> extra_passes;
 };
 
 std::string_view to_string(JitLevel level);  // "O0"

@@ -46,6 +46,20 @@ CompiledGraph compile(std::unique_ptr<ir::Graph> graph, const CompileOptions& op
   Dumper dumper(options.dump);
   Pipeline frontend = build_frontend_pipeline(options);
   Pipeline backend = build_backend_pipeline(options);
+  for (const PassFactory& make : options.extra_passes) frontend.add(make());
+  // stop_after_pass: one budget of pass runs across both phases; past it only what execution needs.
+  size_t runs = 0;
+  auto within_cut = [&options, &runs](const Pass& pass) {
+    if (runs < *options.stop_after_pass) {
+      ++runs;
+      return true;
+    }
+    return pass.name() == "select-kernels";
+  };
+  if (options.stop_after_pass) {
+    frontend.set_filter(within_cut);
+    backend.set_filter(within_cut);
+  }
 
   CompiledGraph out;
   dumper.write_graph(*graph, "trace");

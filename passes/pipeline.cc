@@ -110,6 +110,7 @@ std::vector<PassRecord> Pipeline::run(ir::Graph& graph) {
 }
 
 bool Pipeline::run_one(Pass& pass, ir::Graph& graph, std::vector<PassRecord>& records) {
+  if (filter_ && !filter_(pass)) return false;
   const std::string name(pass.name());
   const Snapshot before = snapshot(graph);
   const auto start = std::chrono::steady_clock::now();

@@ -40,6 +40,10 @@ class Pipeline {
 
   void set_verify_every_pass(bool on) { verify_every_pass_ = on; }
   void set_observer(Observer observer) { observer_ = std::move(observer); }
+  // Asked before every pass run; false skips the run (no record, no change). compile() uses it for
+  // CompileOptions::stop_after_pass.
+  using Filter = std::function<bool(const Pass& pass)>;
+  void set_filter(Filter filter) { filter_ = std::move(filter); }
 
   // Runs everything; returns one record per pass run, in order.
   std::vector<PassRecord> run(ir::Graph& graph);
@@ -58,6 +62,7 @@ class Pipeline {
   std::vector<Entry> entries_;
   bool verify_every_pass_ = false;
   Observer observer_;
+  Filter filter_;
 };
 
 }  // namespace mf::passes

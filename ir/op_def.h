@@ -1,7 +1,8 @@
 #pragma once
-// The op registry interface. An op is one declarative record (OpDef): name, arity, attribute schema,
-// traits, type/shape inference, kernel slot, elementwise math, scalar reference and sample shapes.
-// Ops register themselves from runtime/ops/*.cc; passes ask about traits, never about op names.
+// The op registry interface. An op is one declarative record (OpDef): name, arity, attribute
+// schema, traits, type/shape inference, kernel slot, elementwise math, scalar reference and sample
+// shapes. Ops register themselves from runtime/ops/*.cc; passes ask about traits, never about op
+// names.
 
 #include <array>
 #include <cstdint>
@@ -37,10 +38,17 @@ enum class Trait : uint32_t {
   kView = 1u << 6,         // only reinterprets shape (reshape, flatten, squeeze, expand_dims)
   kSideEffect = 1u << 7,   // must run even when unused, in program order (print)
   kComposite = 1u << 8,    // can be expanded into basic ops (gelu, softmax, layer_norm, ...)
-  kControlFlow = 1u << 9,  // call/cond/while: runs subgraphs named in attributes; types come from them
+  kControlFlow =
+      1u << 9,  // call/cond/while: runs subgraphs named in attributes; types come from them
+  kInPlace =
+      1u << 10,  // output 0 may share input 0's bytes (each element read before it is written)
 };
-constexpr Trait operator|(Trait a, Trait b) { return Trait(uint32_t(a) | uint32_t(b)); }
-constexpr bool has_trait(Trait set, Trait t) { return (uint32_t(set) & uint32_t(t)) != 0; }
+constexpr Trait operator|(Trait a, Trait b) {
+  return Trait(uint32_t(a) | uint32_t(b));
+}
+constexpr bool has_trait(Trait set, Trait t) {
+  return (uint32_t(set) & uint32_t(t)) != 0;
+}
 
 struct AttrSpec {
   std::string name;
@@ -53,7 +61,10 @@ struct AttrSpec {
 struct TensorView {
   void* data = nullptr;
   TensorType type;
-  template <typename T> T* as() const { return static_cast<T*>(data); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
   int64_t size() const { return num_elements(type.shape); }
 };
 
@@ -67,11 +78,12 @@ struct KernelContext {
 };
 
 using KernelFn = std::function<void(const KernelContext&)>;
-using InferFn = std::function<std::vector<TensorType>(std::span<const TensorType> inputs, const Attrs& attrs)>;
+using InferFn =
+    std::function<std::vector<TensorType>(std::span<const TensorType> inputs, const Attrs& attrs)>;
 
 // The math of an elementwise op over n contiguous elements of same-shaped operands, one per dtype
-// (nullptr where the dtype is unsupported). The plain kernel and the fused-kernel evaluator both call
-// these, so fused and unfused results agree bit for bit.
+// (nullptr where the dtype is unsupported). The plain kernel and the fused-kernel evaluator both
+// call these, so fused and unfused results agree bit for bit.
 using TileFn = void (*)(const void* const* inputs, void* output, int64_t n);
 struct ElementwiseMath {
   std::array<TileFn, std::size(kAllDTypes)> by_dtype{};
@@ -83,7 +95,8 @@ struct RefTensor {
   Shape shape;
   std::vector<double> values;
 };
-using ReferenceFn = std::function<std::vector<RefTensor>(std::span<const RefTensor> inputs, const Attrs& attrs)>;
+using ReferenceFn =
+    std::function<std::vector<RefTensor>(std::span<const RefTensor> inputs, const Attrs& attrs)>;
 
 // One case the conformance test runs: input types and attributes.
 struct OpSample {
@@ -98,7 +111,7 @@ struct OpSample {
 struct OpDef {
   std::string name;
   int min_inputs = 1;
-  int max_inputs = 1;  // -1: variadic (concat)
+  int max_inputs = 1;   // -1: variadic (concat)
   int num_outputs = 1;  // -1: decided by inference (split)
   std::vector<AttrSpec> attrs;
   Trait traits = Trait::kNone;
@@ -126,22 +139,52 @@ class OpRegistration;
 class OpBuilder {
  public:
   explicit OpBuilder(std::string name) { def_.name = std::move(name); }
-  OpBuilder& inputs(int min, int max) { def_.min_inputs = min, def_.max_inputs = max; return *this; }
+  OpBuilder& inputs(int min, int max) {
+    def_.min_inputs = min, def_.max_inputs = max;
+    return *this;
+  }
   OpBuilder& arity(int n) { return inputs(n, n); }
-  OpBuilder& outputs(int n) { def_.num_outputs = n; return *this; }
-  OpBuilder& attr(std::string name, AttrKind kind, std::optional<AttrValue> default_value = std::nullopt,
-                  std::string doc = {}) {
+  OpBuilder& outputs(int n) {
+    def_.num_outputs = n;
+    return *this;
+  }
+  OpBuilder& attr(std::string name, AttrKind kind,
+                  std::optional<AttrValue> default_value = std::nullopt, std::string doc = {}) {
     def_.attrs.push_back({std::move(name), kind, std::move(default_value), std::move(doc)});
     return *this;
   }
-  OpBuilder& traits(Trait t) { def_.traits = t; return *this; }
-  OpBuilder& infer(InferFn fn) { def_.infer = std::move(fn); return *this; }
-  OpBuilder& kernel(KernelFn fn) { def_.kernel = std::move(fn); return *this; }
-  OpBuilder& elementwise(ElementwiseMath math) { def_.elementwise = math; return *this; }
-  OpBuilder& reference(ReferenceFn fn) { def_.reference = std::move(fn); return *this; }
-  OpBuilder& samples(std::vector<OpSample> s) { def_.samples = std::move(s); return *this; }
-  OpBuilder& tolerance(double t) { def_.tolerance = t; return *this; }
-  OpBuilder& doc(std::string d) { def_.doc = std::move(d); return *this; }
+  OpBuilder& traits(Trait t) {
+    def_.traits = t;
+    return *this;
+  }
+  OpBuilder& infer(InferFn fn) {
+    def_.infer = std::move(fn);
+    return *this;
+  }
+  OpBuilder& kernel(KernelFn fn) {
+    def_.kernel = std::move(fn);
+    return *this;
+  }
+  OpBuilder& elementwise(ElementwiseMath math) {
+    def_.elementwise = math;
+    return *this;
+  }
+  OpBuilder& reference(ReferenceFn fn) {
+    def_.reference = std::move(fn);
+    return *this;
+  }
+  OpBuilder& samples(std::vector<OpSample> s) {
+    def_.samples = std::move(s);
+    return *this;
+  }
+  OpBuilder& tolerance(double t) {
+    def_.tolerance = t;
+    return *this;
+  }
+  OpBuilder& doc(std::string d) {
+    def_.doc = std::move(d);
+    return *this;
+  }
   OpDef& def() { return def_; }
 
  private:
@@ -151,7 +194,8 @@ class OpBuilder {
 
 class OpRegistration {
  public:
-  OpRegistration(OpBuilder& builder);  // NOLINT: implicit so `const OpRegistration k = define_op(...)...;`
+  OpRegistration(
+      OpBuilder& builder);  // NOLINT: implicit so `const OpRegistration k = define_op(...)...;`
   OpRegistration(OpBuilder&& builder);  // NOLINT
   const OpDef& def() const { return *def_; }
 
@@ -159,6 +203,8 @@ class OpRegistration {
   const OpDef* def_;
 };
 
-inline OpBuilder define_op(std::string name) { return OpBuilder(std::move(name)); }
+inline OpBuilder define_op(std::string name) {
+  return OpBuilder(std::move(name));
+}
 
 }  // namespace mf::ir

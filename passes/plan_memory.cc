@@ -179,20 +179,25 @@ class Planner {
     return s.kind != SlotKind::kParameter && s.kind != SlotKind::kConstant && !s.is_output;
   }
 
+  // Memory O0 (SOMAS off, performance first): every tensor keeps its own pooled buffer until the
+  // run ends, so no step waits on memory another one frees; the pool reuses the buffers across
+  // runs.
   void assign_pooled(Plan& plan) {
+    if (plan.steps.empty()) return;
     for (size_t id = 0; id < plan.slots.size(); ++id) {
       if (!is_intermediate(plan, static_cast<int>(id))) continue;
-      plan.steps[last_use_[id]].release_after.push_back(static_cast<int>(id));
+      plan.steps.back().release_after.push_back(static_cast<int>(id));
     }
   }
 
-  // May output 0 of `step` take input 0's bytes? Elementwise math reads element i before writing
-  // element i (Eigen coefficient-wise assignment), and a view's kernel is a no-op when the buffers
-  // coincide; either way input 0 must die here, be ours to overwrite and have the same size.
+  // May output 0 of `step` take input 0's bytes? Elementwise math (and ops marked kInPlace) reads
+  // element i before writing element i (Eigen coefficient-wise assignment), and a view's kernel is
+  // a no-op when the buffers coincide; either way input 0 must die here, be ours to overwrite and
+  // have the same size.
   bool can_share(const Plan& plan, const Step& step, int s) const {
     const ir::OpDef& def = *step.node->def();
     const bool elementwise = def.has(ir::Trait::kElementwise) && def.elementwise.has_value();
-    if (!elementwise && !def.has(ir::Trait::kView)) return false;
+    if (!elementwise && !def.has(ir::Trait::kView) && !def.has(ir::Trait::kInPlace)) return false;
     if (step.inputs.empty() || step.outputs.size() != 1) return false;
     const int in = step.inputs[0];
     const int out = step.outputs[0];
@@ -373,7 +378,9 @@ class Planner {
         continue;
       }
       if (slot.kind != SlotKind::kPooled) continue;
-      const int end = slot.is_output ? static_cast<int>(n) - 1 : last_use_[id];
+      // Pooled intermediates live until their release step (the run's end at O0), outputs to the
+      // end.
+      const int end = static_cast<int>(n) - 1;
       delta[producer_[id]] += static_cast<int64_t>(slot.bytes);
       delta[end + 1] -= static_cast<int64_t>(slot.bytes);
     }

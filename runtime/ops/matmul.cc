@@ -303,7 +303,8 @@ const ir::OpRegistration kBiasAdd =
     ir::define_op("bias_add")
         .arity(2)
         .attr("axis", ir::AttrKind::kInt, int64_t{-1}, "the axis of x that bias runs along")
-        .traits(Trait::kPure | Trait::kComposite)
+        // In place: each element of x is read once, at the index it is written to.
+        .traits(Trait::kPure | Trait::kComposite | Trait::kInPlace)
         .infer(infer_bias_add)
         .kernel(bias_add_kernel)
         .reference([](std::span<const RefTensor> in, const Attrs& attrs) {

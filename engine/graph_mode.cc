@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "base/logging.h"
+#include "engine/compile_cache/compile_cache.h"
 #include "engine/engine_state.h"
 #include "engine/nn/cell.h"
 #include "engine/recorder.h"
@@ -61,7 +62,25 @@ std::unique_ptr<CompiledNetwork> compile_network(nn::Cell& cell, const Tensor& x
 
   start = Clock::now();
   const std::string prefix = trace.graph->name() + "_" + std::to_string(++compile_counter);
-  network->compiled = passes::compile(std::move(trace.graph), compile_options_from(policy, prefix));
+  const passes::CompileOptions options = compile_options_from(policy, prefix);
+  // The persistent cache: a hit replaces the pass pipeline by a load (plan rebuilt, verified).
+  std::optional<CacheLookup> cached;
+  if (policy.compile_cache.value) {
+    cached = lookup_compiled(policy, *trace.graph, x.type(), fingerprint, options);
+  }
+  if (cached && cached->compiled) {
+    network->compiled = std::move(*cached->compiled);
+    network->cache_hit = true;
+  } else {
+    network->compiled = passes::compile(std::move(trace.graph), options);
+    if (cached) {
+      cached->note = store_compiled(policy, *cached, network->compiled, millis_since(start));
+    }
+  }
+  if (cached) {
+    network->cache_key = cached->key.hex;
+    network->cache_note = cached->note;
+  }
   network->executor = policy.jit_level.value == context::JitLevel::kO2
                           ? runtime::make_sink_executor(network->compiled.plan)
                           : runtime::make_kernel_executor(network->compiled.plan);
@@ -142,6 +161,9 @@ Tensor run_graph_mode(nn::Cell& cell, const Tensor& x, CompiledCache& cache,
     report.trace_ms = network->trace_ms;
     report.compile_ms = network->compile_ms;
     report.dump_files = network->compiled.dump_files;
+    report.cache_hit = network->cache_hit;
+    report.cache_key = network->cache_key;
+    report.cache_note = network->cache_note;
     log::info("compiled {} at jit_level {} in {:.3g} ms (trace {:.3g} ms)", cell.class_name(),
               context::to_string(network->jit_level), network->compile_ms, network->trace_ms);
   }

@@ -32,6 +32,8 @@ struct CompiledNetwork {
   std::unique_ptr<runtime::GraphExecutor> executor;
   std::vector<Binding> bindings;
   double trace_ms = 0, compile_ms = 0;
+  bool cache_hit = false;  // loaded from the persistent compile cache (enable_compile_cache)
+  std::string cache_key, cache_note;
 };
 
 // What the last GRAPH-mode call of a cell did, for `mf run` and tests.
@@ -43,6 +45,11 @@ struct GraphRunReport {
   std::string executor;  // "KernelExecutor" / "SinkExecutor"
   bool ran = false;      // false under precompile_only
   std::vector<std::filesystem::path> dump_files;
+  // enable_compile_cache: whether the compile phase loaded from disk, the key, and what happened
+  // ("loaded, ...", "stored in DIR; nearest entry ... differs in: ..."). Empty key: cache off.
+  bool cache_hit = false;
+  std::string cache_key;
+  std::string cache_note;
 };
 
 // The compiled forms a cell holds.

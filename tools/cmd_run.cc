@@ -96,6 +96,10 @@ void run(const RunOptions& options) {
       std::printf("graph: compiled in %.3g ms (trace %.3g ms), %s, planned peak %s\n",
                   report.compile_ms, report.trace_ms, report.executor.c_str(),
                   runtime::format_bytes(report.planned_peak_bytes).c_str());
+      if (!report.cache_key.empty()) {
+        std::printf("compile cache: %s %s (%s)\n", report.cache_hit ? "hit" : "miss",
+                    report.cache_key.c_str(), report.cache_note.c_str());
+      }
       for (const auto& file : report.dump_files) std::printf("dumped %s\n", file.string().c_str());
       if (!report.ran) {
         std::printf("precompile_only: compiled, not run\n");

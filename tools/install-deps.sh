@@ -8,6 +8,7 @@ packages=(
   libeigen3-dev libtbb-dev libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
+  libonnx-testdata
 )
 
 missing=()

@@ -1,0 +1,62 @@
+#pragma once
+// ONNX import: an ONNX ModelProto (opsets 11 to 17 of the default domain) becomes an ir::Graph that
+// runs op by op or compiled like any other. Initializers become weight parameters whose values come
+// with the import; graph inputs become plain parameters; Constant nodes and everything computable
+// from constants alone (Shape on static shapes, Gather on constants, ...) fold into ir constants.
+//
+// Never trusts the file: damaged bytes are DataLoss, an inconsistent graph (cycles, undefined
+// inputs, bad attributes) is InvalidArgument, and what is valid ONNX but beyond this importer
+// (an op, a domain, an opset, a dtype, a dynamic dimension) is Unsupported with what to do.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/tensor.h"
+#include "ir/graph.h"
+
+namespace mf::onnx {
+
+// The lowest and highest opset of the default domain ("" / "ai.onnx") the importer reads.
+inline constexpr int64_t kMinOpset = 11;
+inline constexpr int64_t kMaxOpset = 17;
+
+// One imported model: the graph plus what is needed to run it with the exporter's weights.
+// Feed `weights` (and values for `inputs`) to engine::IrRunner::run by parameter name.
+struct ImportedModel {
+  std::unique_ptr<ir::Graph> graph;
+  std::map<std::string, Tensor> weights;  // IR parameter name -> initializer value
+  std::vector<std::string> inputs;        // IR parameter names of the ONNX graph inputs, in order
+  std::vector<std::string> onnx_inputs;   // the same inputs by their ONNX names
+  std::vector<std::string> onnx_outputs;  // ONNX names of the graph outputs ("output0", ... order)
+  int64_t opset = 0;
+  std::string producer;  // "pytorch 2.1", when the file says
+};
+
+// Reads and imports a .onnx file. `source` names the model in error messages.
+ImportedModel import_onnx_model(const std::filesystem::path& file);
+ImportedModel import_onnx_model_from_bytes(std::string_view bytes,
+                                           std::string_view source = "<memory>");
+
+// The graph alone: weights stay unset, so a runner fills them from its seed (for `mf dump`).
+std::unique_ptr<ir::Graph> import_onnx(const std::filesystem::path& file);
+std::unique_ptr<ir::Graph> import_onnx_from_bytes(std::string_view bytes,
+                                                  std::string_view source = "<memory>");
+
+// An ONNX value name as an IR name: characters outside [A-Za-z0-9_.] become '_', "" becomes "_".
+std::string sanitize_name(std::string_view onnx_name);
+
+// Reads a serialized TensorProto (a test_data_set_N/input_K.pb of ONNX's backend tests).
+// `name` receives the tensor's name when not null.
+Tensor read_tensor_proto(const std::filesystem::path& file, std::string* name = nullptr);
+
+}  // namespace mf::onnx
+
+namespace mf::engine {
+using onnx::import_onnx;
+using onnx::import_onnx_model;
+}  // namespace mf::engine

@@ -6,6 +6,7 @@
 
 #include "engine/ir_runner.h"
 #include "engine/models/registry.h"
+#include "engine/onnx/importer.h"
 #include "tools/commands.h"
 
 namespace mf::tools {
@@ -28,6 +29,10 @@ void dump(const DumpOptions& options) {
     auto runner = engine::IrRunner::from_file(options.target);
     runner.run({}, options.seed);
     files = runner.graph_report().dump_files;
+  } else if (std::filesystem::path(options.target).extension() == ".onnx") {
+    engine::IrRunner runner(engine::import_onnx(options.target));
+    runner.run({}, options.seed);
+    files = runner.graph_report().dump_files;
   } else {
     const models::NetSpec& spec = models::find_net(options.target);
     auto net = spec.make(options.seed);
@@ -45,7 +50,8 @@ void add_dump_command(CLI::App& app, GlobalOptions& global) {
   auto options = std::make_shared<DumpOptions>();
   CLI::App* cmd =
       app.add_subcommand("dump", "Compile a network with IR dumps on, without running it");
-  cmd->add_option("target", options->target, "A network from `mf nets`, or a FILE.ir")->required();
+  cmd->add_option("target", options->target, "A network from `mf nets`, a FILE.ir or a FILE.onnx")
+      ->required();
   cmd->add_option("--level", options->level,
                   "save_graphs level: 1 key stages, 2 every pass, 3 + Graphviz")
       ->check(CLI::Range(1, 3));

@@ -12,6 +12,7 @@
 #include "engine/engine_state.h"
 #include "engine/ir_runner.h"
 #include "engine/models/registry.h"
+#include "engine/onnx/importer.h"
 #include "runtime/memory_format.h"
 #include "runtime/memory_pool.h"
 #include "tools/commands.h"
@@ -48,6 +49,7 @@ void print_output(const std::string& name, const Tensor& t) {
 void run(const RunOptions& options) {
   const auto policy = engine::current_policy();
   const bool is_ir = std::filesystem::path(options.target).extension() == ".ir";
+  const bool is_onnx = std::filesystem::path(options.target).extension() == ".onnx";
   MF_CHECK(options.iters >= 1, InvalidArgument, "--iters must be at least 1, got ", options.iters);
 
   // One iteration of the work, returning named outputs.
@@ -57,6 +59,14 @@ void run(const RunOptions& options) {
   std::map<std::string, Tensor> inputs = load_inputs(options.inputs);
   if (is_ir) {
     runner = std::make_unique<engine::IrRunner>(engine::IrRunner::from_file(options.target));
+    step = [&] { return runner->run(inputs, options.seed); };
+  } else if (is_onnx) {
+    // The exporter's weights are fed like inputs; --input names may be ONNX or IR names.
+    onnx::ImportedModel model = onnx::import_onnx_model(options.target);
+    std::map<std::string, Tensor> fed = std::move(model.weights);
+    for (auto& [name, tensor] : inputs) fed[onnx::sanitize_name(name)] = tensor;
+    inputs = std::move(fed);
+    runner = std::make_unique<engine::IrRunner>(std::move(model.graph));
     step = [&] { return runner->run(inputs, options.seed); };
   } else {
     const models::NetSpec& spec = models::find_net(options.target);
@@ -135,7 +145,8 @@ void add_run_command(CLI::App& app, GlobalOptions& global) {
   auto options = std::make_shared<RunOptions>();
   CLI::App* cmd =
       app.add_subcommand("run", "Run a sample network or an .ir file and report its outputs");
-  cmd->add_option("target", options->target, "A network from `mf nets`, or a FILE.ir")->required();
+  cmd->add_option("target", options->target, "A network from `mf nets`, a FILE.ir or a FILE.onnx")
+      ->required();
   cmd->add_option("--input", options->inputs,
                   "Feed an input from a .npy file: NAME=FILE.npy (repeatable)");
   cmd->add_option("--seed", options->seed, "Seed of the weights and generated inputs (default 0)");

@@ -1,0 +1,207 @@
+#include "engine/bisect.h"
+
+#include <cmath>
+#include <limits>
+
+#include "base/error.h"
+#include "context/context.h"
+#include "context/policy.h"
+#include "engine/engine_state.h"
+#include "engine/graph_mode.h"
+#include "engine/models/registry.h"
+#include "engine/nn/cell.h"
+#include "engine/trace.h"
+#include "passes/compiler.h"
+#include "runtime/graph_executor.h"
+
+namespace mf::engine {
+namespace {
+
+// Puts the context's mode back as it was, however bisect leaves.
+class ModeGuard {
+ public:
+  ModeGuard() : mode_(context::snapshot().get("mode")) {}
+  ~ModeGuard() {
+    try {
+      context::set({{"mode", mode_}});
+    } catch (...) {  // restoring a value that was valid before cannot fail; never throw from here
+    }
+  }
+  ModeGuard(const ModeGuard&) = delete;
+  ModeGuard& operator=(const ModeGuard&) = delete;
+
+ private:
+  context::Json mode_;
+};
+
+std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
+                                            const Tensor& x) {
+  const auto weights = cell.named_parameters();
+  std::vector<runtime::TensorArg> inputs;
+  for (const Binding& binding : bindings) {
+    Tensor t;
+    switch (binding.kind) {
+      case Binding::Kind::kInput:
+        t = x;
+        break;
+      case Binding::Kind::kCaptured:
+        t = binding.captured;
+        break;
+      case Binding::Kind::kWeight:
+        for (const auto& [name, tensor] : weights) {
+          if (name == binding.name) t = tensor;
+        }
+        MF_CHECK(t.defined(), Internal, cell.class_name(), " has no parameter '", binding.name,
+                 "' that its trace binds");
+        break;
+    }
+    t.sync();
+    inputs.push_back({t.type(), t.impl()->buffer});
+  }
+  return inputs;
+}
+
+// A node is a fused kernel when its op says so by name ("fused_kernel", "fused_elementwise", ...):
+// the fusion passes have not fixed a trait for it yet, and a name is what `mf dump` shows too.
+void collect_fused(const ir::Graph& graph, std::vector<std::string>& out) {
+  for (const ir::Node& node : graph.nodes()) {
+    if (node.op().find("fused") != std::string::npos) {
+      out.push_back(graph.name() + "/%" + std::to_string(node.id()) + " " + node.op());
+    }
+  }
+  for (const ir::Graph* sub : graph.subgraphs()) collect_fused(*sub, out);
+}
+
+// Compiles `graph` with the pipeline cut after `passes_run` pass runs, runs it on x and returns
+// its single output.
+Tensor run_cut(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
+               const context::Policy& policy, passes::CompileOptions options, size_t passes_run) {
+  options.stop_after_pass = passes_run;
+  passes::CompiledGraph compiled = passes::compile(trace.graph->clone(), options);
+  auto executor = policy.jit_level.value == context::JitLevel::kO2
+                      ? runtime::make_sink_executor(compiled.plan)
+                      : runtime::make_kernel_executor(compiled.plan);
+  runtime::RunOptions run;
+  run.intra_op_threads = policy.intra_op_threads.value;
+  run.inter_op_parallelism = policy.inter_op_parallelism.value;
+  run.deterministic = policy.deterministic.value;
+  run.max_call_depth = policy.max_call_depth.value;
+  std::vector<runtime::TensorArg> outputs =
+      executor->run(bind_inputs(cell, trace.bindings, x), run);
+  MF_CHECK(outputs.size() == 1, Internal, "bisect expects one output, the compiled graph returned ",
+           outputs.size());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->type = outputs[0].type;
+  impl->buffer = std::move(outputs[0].buffer);
+  return Tensor(impl);
+}
+
+}  // namespace
+
+Comparison compare_outputs(const Tensor& reference, const Tensor& value, double tolerance) {
+  Comparison c;
+  if (!(reference.shape() == value.shape())) {
+    c.diverged = true;
+    c.max_abs_diff = std::numeric_limits<double>::infinity();
+    c.note = "shape " + ir::shape_to_string(value.shape()) + " where the reference has " +
+             ir::shape_to_string(reference.shape());
+    return c;
+  }
+  const std::vector<double> ref = reference.to_doubles();
+  const std::vector<double> got = value.to_doubles();
+  double worst_scaled = -1;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double r = ref[i], v = got[i];
+    double diff = 0, scaled = 0;
+    if (std::isnan(r) || std::isnan(v)) {
+      if (std::isnan(r) && std::isnan(v)) continue;
+      diff = scaled = std::numeric_limits<double>::infinity();
+    } else if (r != v) {  // also equal infinities
+      diff = std::abs(v - r);
+      scaled = diff / std::max(1.0, std::abs(r));
+    }
+    c.max_abs_diff = std::max(c.max_abs_diff, diff);
+    if (scaled > worst_scaled) {
+      worst_scaled = scaled;
+      c.worst_index = int64_t(i);
+      c.reference = r;
+      c.value = v;
+    }
+  }
+  c.diverged = worst_scaled > tolerance;
+  if (c.diverged && std::isnan(c.value) != std::isnan(c.reference)) {
+    c.note = "NaN on one side only";
+  }
+  return c;
+}
+
+BisectReport bisect(nn::Cell& cell, const Tensor& x, const BisectOptions& options) {
+  MF_CHECK(options.tolerance >= 0 && std::isfinite(options.tolerance), InvalidArgument,
+           "bisect: the tolerance must be a finite number >= 0, got ", options.tolerance);
+  ModeGuard restore_mode;
+  BisectReport report;
+  report.network = cell.class_name();
+  report.tolerance = options.tolerance;
+
+  context::set({{"mode", "PYNATIVE_MODE"}});
+  current_policy();
+  Tensor reference = cell(x);
+  reference.sync();
+
+  context::set({{"mode", "GRAPH_MODE"}});
+  current_policy();  // applies memory limits and threads of the context, as run_graph_mode does
+  const context::Policy policy = context::derive_policy(context::snapshot(), cell.jit_level());
+  report.jit_level = std::string(context::to_string(policy.jit_level.value));
+  report.fusion_level = policy.fusion_level.value;
+  const TraceResult trace =
+      Tracer::trace(cell, x, policy.max_call_depth.value, policy.reserve_class_name_in_scope.value);
+
+  passes::CompileOptions compile_options = compile_options_from(policy, "bisect");
+  compile_options.dump.level = 0;  // one compile per cut: dumps would multiply
+  compile_options.extra_passes = options.extra_passes;
+
+  // The full pipeline once, for the names of its pass runs and its fused kernels.
+  const passes::CompiledGraph full = passes::compile(trace.graph->clone(), compile_options);
+  for (const passes::PassRecord& record : full.passes) {
+    if (record.name != "plan-memory") report.pipeline.push_back(record.name);
+  }
+  collect_fused(*full.graph, report.fused_kernels);
+  report.fused_kernels_note =
+      report.fused_kernels.empty()
+          ? "no fused kernels in the compiled graph"
+          : "fused kernels are checked as part of the pass that formed them; unfusing them one "
+            "at a time needs a hook from the fusion passes, which does not exist yet";
+
+  for (size_t k = 0; k <= report.pipeline.size(); ++k) {
+    BisectCut cut;
+    cut.passes_run = k;
+    cut.after_pass = k == 0 ? "" : report.pipeline[k - 1];
+    try {
+      const Tensor y = run_cut(cell, x, trace, policy, compile_options, k);
+      cut.comparison = compare_outputs(reference, y, options.tolerance);
+      if (std::isfinite(cut.comparison.max_abs_diff)) {
+        report.max_abs_diff = std::max(report.max_abs_diff, cut.comparison.max_abs_diff);
+      }
+    } catch (const Error& e) {
+      cut.error = e.what();
+    }
+    report.cuts.push_back(cut);
+    if (options.on_cut) options.on_cut(report.cuts.back());
+    if (!cut.error.empty() && !report.first_error) report.first_error = report.cuts.size() - 1;
+    if (cut.comparison.diverged && !report.first_divergence) {
+      report.first_divergence = report.cuts.size() - 1;
+      if (options.stop_at_first) break;
+    }
+  }
+  return report;
+}
+
+BisectReport bisect(const models::NetSpec& spec, const BisectOptions& options) {
+  std::unique_ptr<nn::Cell> cell = spec.make(options.seed);
+  const Tensor x = spec.make_input(options.seed);
+  BisectReport report = bisect(*cell, x, options);
+  report.network = spec.name;
+  return report;
+}
+
+}  // namespace mf::engine

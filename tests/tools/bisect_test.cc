@@ -1,0 +1,157 @@
+// mf bisect: on a correct engine nothing diverges; a deliberately broken rewrite, injected through
+// the test-only CompileOptions::extra_passes hook, is named as the first divergence.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "context/context.h"
+#include "engine/bisect.h"
+#include "engine/models/registry.h"
+#include "passes/pass.h"
+
+namespace mf {
+namespace {
+
+struct MfRun {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+MfRun run_mf(const std::string& args) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("mf_bisect_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto out = dir / "out.txt";
+  const auto err = dir / "err.txt";
+  const std::string command =
+      std::string(MF_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const int status = std::system(command.c_str());
+  MfRun run;
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.out = slurp(out);
+  run.err = slurp(err);
+  return run;
+}
+
+// A "simplification" that is wrong: it adds 1 to the graph's first output.
+class OffByOne final : public passes::Pass {
+ public:
+  std::string_view name() const override { return "test-off-by-one"; }
+  bool run(ir::Graph& graph) override {
+    const ir::Value output = graph.outputs()[0];
+    ir::Constant* one = graph.add_constant<float>({}, {1.0f});
+    ir::Node* shifted = graph.add_node("add", {output, one});
+    graph.set_output(0, shifted->output());
+    return true;
+  }
+};
+
+// A rewrite that changes nothing: the pipeline grows, the output does not.
+class DoesNothing final : public passes::Pass {
+ public:
+  std::string_view name() const override { return "test-does-nothing"; }
+  bool run(ir::Graph&) override { return false; }
+};
+
+class BisectTest : public ::testing::Test {
+ protected:
+  void SetUp() override { context::reset(); }
+  void TearDown() override { context::reset(); }
+};
+
+TEST_F(BisectTest, CorrectEngineHasNoDivergenceAtO1) {
+  context::set({{"jit_config", {{"jit_level", "O1"}}}});
+  const context::Json mode_before = context::snapshot().get("mode");
+  const engine::BisectReport report = engine::bisect(models::find_net("mlp"), {});
+  EXPECT_FALSE(report.first_divergence);
+  EXPECT_FALSE(report.first_error);
+  EXPECT_EQ(report.jit_level, "O1");
+  ASSERT_GT(report.pipeline.size(), 4u);
+  EXPECT_EQ(report.pipeline.front(), "infer-shapes");
+  EXPECT_EQ(report.pipeline.back(), "select-kernels");
+  EXPECT_EQ(report.cuts.size(), report.pipeline.size() + 1);  // cut 0 keeps no pass
+  EXPECT_LE(report.max_abs_diff, 1e-4);
+  // The mode the user had is back.
+  EXPECT_EQ(context::snapshot().get("mode"), mode_before);
+}
+
+TEST_F(BisectTest, NamesTheBrokenRewrite) {
+  context::set({{"mode", "GRAPH_MODE"}, {"jit_config", {{"jit_level", "O1"}}}});
+  const context::Json mode_before = context::snapshot().get("mode");
+  engine::BisectOptions options;
+  options.extra_passes.push_back([] { return std::make_unique<OffByOne>(); });
+  const engine::BisectReport report = engine::bisect(models::find_net("mlp"), options);
+  ASSERT_TRUE(report.first_divergence);
+  const engine::BisectCut& cut = report.cuts[*report.first_divergence];
+  EXPECT_EQ(cut.after_pass, "test-off-by-one");
+  EXPECT_TRUE(cut.comparison.diverged);
+  EXPECT_NEAR(cut.comparison.max_abs_diff, 1.0, 1e-5);
+  EXPECT_GE(cut.comparison.worst_index, 0);
+  EXPECT_NEAR(cut.comparison.value - cut.comparison.reference, 1.0, 1e-5);
+  // Every cut before it agreed, and bisect stopped there.
+  for (size_t i = 0; i < *report.first_divergence; ++i) {
+    EXPECT_FALSE(report.cuts[i].comparison.diverged) << report.cuts[i].after_pass;
+  }
+  EXPECT_EQ(report.cuts.size(), *report.first_divergence + 1);
+  EXPECT_EQ(context::snapshot().get("mode"), mode_before);
+}
+
+TEST_F(BisectTest, AHarmlessExtraPassIsCheckedToo) {
+  engine::BisectOptions options;
+  options.extra_passes.push_back([] { return std::make_unique<DoesNothing>(); });
+  const engine::BisectReport report = engine::bisect(models::find_net("chain"), options);
+  EXPECT_FALSE(report.first_divergence);
+  EXPECT_NE(std::find(report.pipeline.begin(), report.pipeline.end(), "test-does-nothing"),
+            report.pipeline.end());
+}
+
+TEST_F(BisectTest, ToleranceDecidesDivergence) {
+  Tensor reference = Tensor::from_vector(std::vector<float>{0.0f, 1.0f, 100.0f, 3.0f}, {4});
+  Tensor close = Tensor::from_vector(std::vector<float>{0.0f, 1.0f, 100.005f, 3.0f}, {4});
+  // 0.005 on 100 is 5e-5 relative: within 1e-4, beyond 1e-5.
+  EXPECT_FALSE(engine::compare_outputs(reference, close, 1e-4).diverged);
+  const engine::Comparison c = engine::compare_outputs(reference, close, 1e-5);
+  EXPECT_TRUE(c.diverged);
+  EXPECT_EQ(c.worst_index, 2);
+  EXPECT_FLOAT_EQ(float(c.reference), 100.0f);
+  Tensor other_shape = Tensor::from_vector(std::vector<float>{0.0f, 1.0f, 100.0f, 3.0f}, {2, 2});
+  EXPECT_TRUE(engine::compare_outputs(reference, other_shape, 1.0).diverged);
+}
+
+TEST(BisectCliTest, CorrectEngineReportsNoDivergence) {
+  const MfRun run = run_mf("bisect chain --set jit_config.jit_level=O1");
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("no divergence: "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("cuts checked, max abs diff 0"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("after common-subexpression-elimination"), std::string::npos) << run.out;
+}
+
+TEST(BisectCliTest, BadArgumentsExitOne) {
+  MfRun run = run_mf("bisect no_such_net");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.err.find("error: "), std::string::npos);
+  EXPECT_NE(run.err.find("no_such_net"), std::string::npos) << run.err;
+  run = run_mf("bisect chain --tolerance -1");
+  EXPECT_EQ(run.code, 1);
+  EXPECT_NE(run.err.find("error: --tolerance must be a finite number >= 0"), std::string::npos)
+      << run.err;
+}
+
+}  // namespace
+}  // namespace mf

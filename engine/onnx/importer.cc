@@ -162,8 +162,8 @@ Tensor to_tensor(const HostTensor& h) {
 // Converts nodes in dependency order, one ONNX node to one or a few IR nodes.
 class Importer {
  public:
-  Importer(const ModelProto& model, std::string source)
-      : model_(model), graph_proto_(model.graph()), source_(std::move(source)) {}
+  Importer(const ModelProto& model, std::string source, const ImportOptions& options)
+      : model_(model), graph_proto_(model.graph()), source_(std::move(source)), options_(options) {}
 
   ImportedModel run();
 
@@ -216,7 +216,7 @@ class Importer {
   }
   const Shape& shape_of(Value v) const { return v.type().shape; }
   int64_t rank_of(Value v) const { return int64_t(v.type().shape.size()); }
-  int64_t axis_attr(std::string_view name, int64_t fallback, int64_t rank, bool inclusive = false);
+  int64_t axis_attr(std::string_view name, int64_t fallback, int64_t rank);
   void require_float(Value v, std::string_view what) const;
 
   // ---- converters, one per ONNX op (or family) ----
@@ -269,6 +269,7 @@ class Importer {
   const ModelProto& model_;
   const GraphProto& graph_proto_;
   std::string source_;
+  const ImportOptions& options_;
   int64_t opset_ = 0;
   std::unique_ptr<ir::Graph> graph_;
   ImportedModel result_;
@@ -382,6 +383,18 @@ void Importer::add_graph_inputs() {
       MF_CHECK(d == 0 || n <= kMaxElements / d, InvalidArgument, source_, ": graph input '",
                in.name(), "' is too large: ", ir::shape_to_string(shape));
       n *= d;
+    }
+    if (auto frozen = options_.frozen_inputs.find(in.name());
+        frozen != options_.frozen_inputs.end()) {
+      const Tensor& t = frozen->second;
+      MF_CHECK(t.type() == TensorType({*dtype, shape}), InvalidArgument, source_,
+               ": the value frozen for graph input '", in.name(), "' is ",
+               ir::type_to_string(t.type()), " but the input is declared ",
+               ir::type_to_string({*dtype, shape}));
+      t.sync();
+      const auto* bytes = static_cast<const uint8_t*>(t.raw_data());
+      values_[in.name()] = graph_->add_constant(t.type(), {bytes, bytes + t.nbytes()});
+      continue;
     }
     const std::string name = unique_name(in.name());
     values_[in.name()] = graph_->add_parameter(name, {*dtype, shape});
@@ -670,11 +683,10 @@ std::vector<int64_t> Importer::attr_ints(std::string_view name,
   return {a->ints().begin(), a->ints().end()};
 }
 
-int64_t Importer::axis_attr(std::string_view name, int64_t fallback, int64_t rank, bool inclusive) {
+int64_t Importer::axis_attr(std::string_view name, int64_t fallback, int64_t rank) {
   int64_t axis = attr_int(name, fallback);
-  const int64_t limit = inclusive ? rank + 1 : rank;
-  if (axis < 0) axis += limit;
-  MF_CHECK(axis >= 0 && axis < limit, InvalidArgument, describe(), ": attribute '", name,
+  if (axis < 0) axis += rank;
+  MF_CHECK(axis >= 0 && axis < rank, InvalidArgument, describe(), ": attribute '", name,
            "' = ", attr_int(name, fallback), " is out of range for rank ", rank);
   return axis;
 }
@@ -1074,7 +1086,10 @@ void Importer::convert_batch_norm() {
 void Importer::convert_flatten() {
   Value x = input(0);
   const Shape& s = shape_of(x);
-  const int64_t axis = axis_attr("axis", 1, rank_of(x), /*inclusive=*/true);
+  int64_t axis = attr_int("axis", 1);  // in [-rank, rank]
+  if (axis < 0) axis += rank_of(x);
+  MF_CHECK(axis >= 0 && axis <= rank_of(x), InvalidArgument, describe(), ": axis ",
+           attr_int("axis", 1), " is out of range for rank ", rank_of(x));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < rank_of(x); ++d) (d < axis ? outer : inner) *= s[d];
   set_output(0, reshape(x, {outer, inner}));
@@ -1396,18 +1411,19 @@ std::string sanitize_name(std::string_view onnx_name) {
   return out.empty() ? "_" : out;
 }
 
-ImportedModel import_onnx_model_from_bytes(std::string_view bytes, std::string_view source) {
+ImportedModel import_onnx_model_from_bytes(std::string_view bytes, std::string_view source,
+                                           const ImportOptions& options) {
   MF_CHECK(bytes.size() < size_t(INT_MAX), Unsupported, source, " is ", bytes.size(),
            " bytes; models over 2 GiB need external data, which the importer does not read");
   ModelProto model;
   MF_CHECK(model.ParseFromArray(bytes.data(), int(bytes.size())), DataLoss, source,
            " is not a valid ONNX protobuf (ModelProto): it is damaged, truncated or of another "
            "format; re-export it");
-  return Importer(model, std::string(source)).run();
+  return Importer(model, std::string(source), options).run();
 }
 
-ImportedModel import_onnx_model(const std::filesystem::path& file) {
-  return import_onnx_model_from_bytes(read_file(file), file.filename().string());
+ImportedModel import_onnx_model(const std::filesystem::path& file, const ImportOptions& options) {
+  return import_onnx_model_from_bytes(read_file(file), file.filename().string(), options);
 }
 
 std::unique_ptr<ir::Graph> import_onnx(const std::filesystem::path& file) {

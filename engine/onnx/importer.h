@@ -37,10 +37,19 @@ struct ImportedModel {
   std::string producer;  // "pytorch 2.1", when the file says
 };
 
+// What an import may be told beyond the file.
+struct ImportOptions {
+  // Graph inputs (by ONNX name) frozen to these values: they become constants, so inputs that
+  // carry shapes or axes (Reshape's shape, Slice's starts) fold as if they were initializers.
+  std::map<std::string, Tensor> frozen_inputs;
+};
+
 // Reads and imports a .onnx file. `source` names the model in error messages.
-ImportedModel import_onnx_model(const std::filesystem::path& file);
+ImportedModel import_onnx_model(const std::filesystem::path& file,
+                                const ImportOptions& options = {});
 ImportedModel import_onnx_model_from_bytes(std::string_view bytes,
-                                           std::string_view source = "<memory>");
+                                           std::string_view source = "<memory>",
+                                           const ImportOptions& options = {});
 
 // The graph alone: weights stay unset, so a runner fills them from its seed (for `mf dump`).
 std::unique_ptr<ir::Graph> import_onnx(const std::filesystem::path& file);

@@ -1,0 +1,447 @@
+// The ONNX importer on small models written with our own writer: each model runs in PYNATIVE and
+// GRAPH mode and must match the same computation written with mf::ops; broken, hostile and
+// unsupported files must fail with a clear mf::Error, never a crash.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+#include "context/context.h"
+#include "engine/ir_runner.h"
+#include "engine/onnx/importer.h"
+#include "engine/onnx/writer.h"
+#include "engine/ops.h"
+#include "tests/engine/engine_fixture.h"
+
+namespace mf {
+namespace {
+
+using onnx::ModelWriter;
+using onnx::NodeAttr;
+
+class OnnxImporterTest : public testing::EngineTest {
+ protected:
+  // Imports `writer`'s model and runs it in `mode` with the given inputs (ONNX names).
+  std::vector<Tensor> run(const ModelWriter& writer, const char* mode,
+                          const std::map<std::string, Tensor>& inputs) {
+    onnx::ImportedModel model = onnx::import_onnx_model_from_bytes(writer.serialize(), "test.onnx");
+    std::map<std::string, Tensor> feed = model.weights;
+    for (const auto& [name, t] : inputs) feed[onnx::sanitize_name(name)] = t;
+    context::set({{"mode", mode}});
+    engine::IrRunner runner(std::move(model.graph));
+    std::vector<Tensor> out;
+    for (auto& [name, t] : runner.run(feed, 0)) out.push_back(t);
+    context::reset();
+    return out;
+  }
+
+  // Runs in both modes and compares every output with `expected`.
+  void check(const ModelWriter& writer, const std::map<std::string, Tensor>& inputs,
+             const std::vector<Tensor>& expected, double tolerance = 1e-4) {
+    for (const char* mode : {"PYNATIVE_MODE", "GRAPH_MODE"}) {
+      SCOPED_TRACE(mode);
+      const std::vector<Tensor> got = run(writer, mode, inputs);
+      ASSERT_EQ(got.size(), expected.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        SCOPED_TRACE("output " + std::to_string(k));
+        ASSERT_EQ(got[k].shape(), expected[k].shape());
+        ASSERT_EQ(got[k].dtype(), expected[k].dtype());
+        const std::vector<double> g = got[k].to_doubles(), w = expected[k].to_doubles();
+        for (size_t i = 0; i < g.size(); ++i) {
+          ASSERT_NEAR(g[i], w[i], tolerance * (1 + std::abs(w[i]))) << "element " << i;
+        }
+      }
+    }
+  }
+
+  // The mf::Error an import of `writer`'s model throws (fails the test when none).
+  static Error import_error(const std::string& bytes) {
+    try {
+      onnx::import_onnx_model_from_bytes(bytes, "bad.onnx");
+    } catch (const Error& e) {
+      return e;
+    }
+    ADD_FAILURE() << "import succeeded";
+    return Error(ErrorKind::kInternal, "no error");
+  }
+};
+
+Tensor i64s(std::vector<int64_t> v) {
+  const int64_t n = int64_t(v.size());
+  return Tensor::from_vector(v, {n});
+}
+
+TEST_F(OnnxImporterTest, SmallCnnMatchesOps) {
+  const Tensor x = Tensor::randn({2, 3, 8, 8}, 1);
+  const Tensor w1 = Tensor::randn({4, 3, 3, 3}, 2, 0.3), b1 = Tensor::randn({4}, 3, 0.1);
+  const Tensor scale = Tensor::uniform({4}, 0.5, 1.5, 4), shift = Tensor::randn({4}, 5, 0.1);
+  const Tensor mean = Tensor::randn({4}, 6, 0.1), var = Tensor::uniform({4}, 0.5, 2.0, 7);
+  const Tensor w2 = Tensor::randn({10, 64}, 8, 0.1), b2 = Tensor::randn({10}, 9, 0.1);
+
+  ModelWriter m;
+  m.add_input("input.1", DType::kFloat32, {2, 3, 8, 8});
+  m.add_initializer("conv1.weight", w1);
+  m.add_initializer("conv1.bias", b1);
+  m.add_initializer("bn.weight", scale);
+  m.add_initializer("bn.bias", shift);
+  m.add_initializer("bn.running_mean", mean);
+  m.add_initializer("bn.running_var", var);
+  m.add_initializer("fc.weight", w2);
+  m.add_initializer("fc.bias", b2);
+  m.add_node("Conv", {"input.1", "conv1.weight", "conv1.bias"}, {"c"},
+             {{"kernel_shape", std::vector<int64_t>{3, 3}},
+              {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+              {"strides", std::vector<int64_t>{1, 1}}},
+             "/conv1/Conv");
+  m.add_node("BatchNormalization",
+             {"c", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}, {"bn"},
+             {{"epsilon", 1e-5}});
+  m.add_node("Relu", {"bn"}, {"r"});
+  m.add_node(
+      "MaxPool", {"r"}, {"p"},
+      {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  m.add_node("Flatten", {"p"}, {"f"}, {{"axis", int64_t{1}}});
+  m.add_node("Gemm", {"f", "fc.weight", "fc.bias"}, {"logits"}, {{"transB", int64_t{1}}});
+  m.add_output("logits");
+
+  Tensor y = ops::conv2d(x, w1, {{1, 1}, {1, 1}, {1, 1}, 1});
+  y = ops::bias_add(y, b1, 1);
+  y = ops::relu(ops::batch_norm(y, scale, shift, mean, var, 1e-5));
+  y = ops::flatten(ops::max_pool2d(y, {{2, 2}, {2, 2}, {0, 0}}));
+  y = ops::bias_add(ops::matmul(y, w2, false, true), b2);
+  check(m, {{"input.1", x}}, {y});
+
+  // Initializers are weights named after their ONNX names; the input is a plain parameter.
+  onnx::ImportedModel model = onnx::import_onnx_model_from_bytes(m.serialize(), "cnn.onnx");
+  ASSERT_NE(model.graph->find_parameter("conv1.weight"), nullptr);
+  EXPECT_TRUE(model.graph->find_parameter("conv1.weight")->is_weight());
+  EXPECT_FALSE(model.graph->find_parameter("input.1")->is_weight());
+  EXPECT_EQ(model.inputs, std::vector<std::string>{"input.1"});
+  EXPECT_EQ(model.weights.size(), 8u);
+}
+
+TEST_F(OnnxImporterTest, TransformerBlockWithGeluAndLayerNormPatterns) {
+  const Tensor x = Tensor::randn({2, 5, 8}, 11);
+  const Tensor w = Tensor::randn({8, 8}, 12, 0.3), b = Tensor::randn({8}, 13, 0.1);
+  const Tensor g1 = Tensor::uniform({8}, 0.5, 1.5, 14), be1 = Tensor::randn({8}, 15, 0.1);
+  const Tensor g2 = Tensor::uniform({8}, 0.5, 1.5, 16), be2 = Tensor::randn({8}, 17, 0.1);
+
+  ModelWriter m(17);
+  m.add_input("x", DType::kFloat32, {2, 5, 8});
+  m.add_initializer("w", w);
+  m.add_initializer("b", b);
+  m.add_initializer("g1", g1);
+  m.add_initializer("be1", be1);
+  m.add_initializer("g2", g2);
+  m.add_initializer("be2", be2);
+  m.add_node("MatMul", {"x", "w"}, {"mm"});
+  m.add_node("Add", {"mm", "b"}, {"lin"});
+  m.add_node("LayerNormalization", {"lin", "g1", "be1"}, {"ln"},
+             {{"axis", int64_t{-1}}, {"epsilon", 1e-5}});
+  // GELU as exporters write it: x * 0.5 * (1 + erf(x / sqrt 2)).
+  m.add_node("Constant", {}, {"sqrt2"}, {{"value", ops::scalar(std::sqrt(2.0))}});
+  m.add_node("Constant", {}, {"one"}, {{"value", ops::scalar(1.0)}});
+  m.add_node("Constant", {}, {"half"}, {{"value", ops::scalar(0.5)}});
+  m.add_node("Div", {"ln", "sqrt2"}, {"d"});
+  m.add_node("Erf", {"d"}, {"e"});
+  m.add_node("Add", {"e", "one"}, {"e1"});
+  m.add_node("Mul", {"ln", "e1"}, {"xe"});
+  m.add_node("Mul", {"xe", "half"}, {"gelu"});
+  m.add_node("Softmax", {"gelu"}, {"sm"}, {{"axis", int64_t{-1}}});
+  // LayerNorm decomposed, as opset < 17 exports write it.
+  m.add_node("Constant", {}, {"two"}, {{"value", ops::scalar(2.0)}});
+  m.add_node("Constant", {}, {"eps"}, {{"value", ops::scalar(1e-5)}});
+  m.add_node("ReduceMean", {"sm"}, {"mu"}, {{"axes", std::vector<int64_t>{-1}}});
+  m.add_node("Sub", {"sm", "mu"}, {"xc"});
+  m.add_node("Pow", {"xc", "two"}, {"sq"});
+  m.add_node("ReduceMean", {"sq"}, {"v"}, {{"axes", std::vector<int64_t>{-1}}});
+  m.add_node("Add", {"v", "eps"}, {"ve"});
+  m.add_node("Sqrt", {"ve"}, {"sd"});
+  m.add_node("Div", {"xc", "sd"}, {"nrm"});
+  m.add_node("Mul", {"nrm", "g2"}, {"sc"});
+  m.add_node("Add", {"sc", "be2"}, {"out"});
+  m.add_output("out");
+
+  Tensor y = ops::reshape(ops::matmul(ops::reshape(x, {10, 8}), w), {2, 5, 8});
+  y = ops::add(y, b);
+  y = ops::layer_norm(y, g1, be1, -1, 1e-5);
+  y = ops::softmax(ops::gelu(y, /*tanh_approximation=*/false), -1);
+  y = ops::layer_norm(y, g2, be2, -1, 1e-5);
+  check(m, {{"x", x}}, {y}, 2e-3);
+}
+
+TEST_F(OnnxImporterTest, ShapeArithmeticFoldsToConstants) {
+  ModelWriter m(13);
+  m.add_input("x", DType::kFloat32, {2, 3, 4});
+  m.add_node("Shape", {"x"}, {"s"});
+  m.add_node("Constant", {}, {"zero"}, {{"value", Tensor::from_vector<int64_t>({0}, {})}});
+  m.add_node("Gather", {"s", "zero"}, {"n"}, {{"axis", int64_t{0}}});
+  m.add_node("Constant", {}, {"axes"}, {{"value", i64s({0})}});
+  m.add_node("Unsqueeze", {"n", "axes"}, {"n1"});
+  m.add_node("Constant", {}, {"minus1"}, {{"value", i64s({-1})}});
+  m.add_node("Concat", {"n1", "minus1"}, {"shape"}, {{"axis", int64_t{0}}});
+  m.add_node("Reshape", {"x", "shape"}, {"y"});
+  m.add_output("y");
+  const auto model = onnx::import_onnx_model_from_bytes(m.serialize(), "shape.onnx");
+  ASSERT_EQ(model.graph->num_nodes(), 1u);
+  EXPECT_EQ(model.graph->nodes().begin()->op(), "reshape");
+  const Tensor x = Tensor::randn({2, 3, 4}, 21);
+  check(m, {{"x", x}}, {ops::reshape(x, {2, 12})});
+}
+
+TEST_F(OnnxImporterTest, ShapeOpsActivationsAndGather) {
+  const Tensor x = Tensor::randn({2, 6, 4}, 31, 4.0);
+  const Tensor table = Tensor::randn({12, 4}, 32);
+  const Tensor ids = Tensor::from_vector<int64_t>({3, 0, 11, -1}, {2, 2});
+  ModelWriter m(13);
+  m.add_input("x", DType::kFloat32, {2, 6, 4});
+  m.add_input("ids", DType::kInt64, {2, 2});
+  m.add_initializer("table", table);
+  m.add_initializer("lo", ops::scalar(0.0));
+  m.add_initializer("hi", ops::scalar(6.0));
+  m.add_initializer("split", i64s({2, 4}));
+  m.add_initializer("starts", i64s({1, 0}));
+  m.add_initializer("ends", i64s({1000, -1}));
+  m.add_initializer("axes", i64s({1, 2}));
+  m.add_initializer("steps", i64s({2, 1}));
+  m.add_node("Clip", {"x", "lo", "hi"}, {"relu6"});
+  m.add_node("LeakyRelu", {"x"}, {"leaky"}, {{"alpha", 0.1}});
+  m.add_node("Split", {"x", "split"}, {"s0", "s1"}, {{"axis", int64_t{1}}});
+  m.add_node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"sl"});
+  m.add_node("Transpose", {"x"}, {"t"}, {{"perm", std::vector<int64_t>{2, 0, 1}}});
+  m.add_node("Cast", {"x"}, {"xd"}, {{"to", int64_t{11}}});
+  m.add_node("Identity", {"xd"}, {"xi"});
+  m.add_node("Dropout", {"xi"}, {"xo"});
+  m.add_node("Gather", {"table", "ids"}, {"emb"});
+  m.add_node("ReduceSum", {"x", "axes"}, {"rs"}, {{"keepdims", int64_t{0}}});
+  for (const char* out : {"relu6", "leaky", "s0", "s1", "sl", "t", "xo", "emb", "rs"}) {
+    m.add_output(out);
+  }
+  const Tensor zero = ops::scalar(0.0);
+  check(m, {{"x", x}, {"ids", ids}},
+        {ops::minimum(ops::maximum(x, zero), ops::scalar(6.0)),
+         ops::select(ops::less(x, zero), ops::mul(x, ops::scalar(0.1)), x),
+         ops::slice(x, {0, 0, 0}, {2, 2, 4}), ops::slice(x, {0, 2, 0}, {2, 6, 4}),
+         ops::call("slice", {x},
+                   {{"begin", std::vector<int64_t>{0, 1, 0}},
+                    {"end", std::vector<int64_t>{2, 6, 3}},
+                    {"strides", std::vector<int64_t>{1, 2, 1}}})[0],
+         ops::transpose(x, {2, 0, 1}), ops::cast(x, DType::kFloat64),
+         ops::call("gather", {table, ids}, {{"axis", int64_t{0}}})[0],
+         ops::reduce_sum(x, {1, 2}, false)});
+}
+
+TEST_F(OnnxImporterTest, Opset11FormsAndPoolingDetails) {
+  const Tensor x = Tensor::randn({1, 2, 7, 7}, 41);
+  ModelWriter m(11);
+  m.add_input("x", DType::kFloat32, {1, 2, 7, 7});
+  m.add_node("AveragePool", {"x"}, {"ap"},
+             {{"kernel_shape", std::vector<int64_t>{3, 3}},
+              {"strides", std::vector<int64_t>{2, 2}},
+              {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  m.add_node("MaxPool", {"x"}, {"mp"},
+             {{"kernel_shape", std::vector<int64_t>{2, 2}},
+              {"strides", std::vector<int64_t>{2, 2}},
+              {"ceil_mode", int64_t{1}}});
+  m.add_node("Unsqueeze", {"x"}, {"u"}, {{"axes", std::vector<int64_t>{0}}});
+  m.add_node("Squeeze", {"u"}, {"sq"}, {{"axes", std::vector<int64_t>{0}}});
+  m.add_node("Softmax", {"sq"}, {"sm"}, {{"axis", int64_t{1}}});  // opset 11: over C*H*W
+  m.add_node("GlobalAveragePool", {"x"}, {"gap"});
+  for (const char* out : {"ap", "mp", "sm", "gap"}) m.add_output(out);
+  const Tensor sm = ops::reshape(ops::softmax(ops::reshape(x, {1, 98}), -1), {1, 2, 7, 7});
+  ops::Pool2dOptions ceil_pool{{2, 2}, {2, 2}, {0, 1, 0, 1}};
+  check(m, {{"x", x}},
+        {ops::avg_pool2d(x, {{3, 3}, {2, 2}, {1, 1}}), ops::max_pool2d(x, ceil_pool), sm,
+         ops::global_avg_pool(x)});
+}
+
+// ---- errors ----
+
+TEST_F(OnnxImporterTest, UnsupportedOpNamesOpDomainOpsetNodeAndRemedy) {
+  ModelWriter m(15);
+  m.add_input("x", DType::kFloat32, {2});
+  m.add_node("Mod", {"x", "x"}, {"y"}, {}, "my_mod");
+  m.add_output("y");
+  const Error e = import_error(m.serialize());
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  for (const char* part : {"'Mod'", "ai.onnx", "opset 15", "my_mod", "Supported ops:", "Conv"}) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << part << " in " << e.what();
+  }
+
+  ModelWriter custom(17);
+  custom.add_input("x", DType::kFloat32, {2});
+  custom.add_node("FusedGelu", {"x"}, {"y"}, {}, "g", "com.microsoft");
+  custom.add_output("y");
+  const Error c = import_error(custom.serialize());
+  EXPECT_EQ(c.kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(std::string(c.what()).find("com.microsoft"), std::string::npos) << c.what();
+
+  ModelWriter old(9);
+  old.add_input("x", DType::kFloat32, {2});
+  old.add_node("Relu", {"x"}, {"y"});
+  old.add_output("y");
+  const Error o = import_error(old.serialize());
+  EXPECT_EQ(o.kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(std::string(o.what()).find("opset 9"), std::string::npos) << o.what();
+  EXPECT_NE(std::string(o.what()).find("version_converter"), std::string::npos) << o.what();
+}
+
+TEST_F(OnnxImporterTest, DynamicDimensionsAskForStaticShapes) {
+  ModelWriter m;
+  m.add_input("x", DType::kFloat32, {1, 4}, {"batch", ""});
+  m.add_node("Relu", {"x"}, {"y"});
+  m.add_output("y");
+  const Error e = import_error(m.serialize());
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(std::string(e.what()).find("'batch'"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("static shapes"), std::string::npos) << e.what();
+}
+
+TEST_F(OnnxImporterTest, DamagedTensorsAreDataLoss) {
+  ModelWriter bad_size;
+  bad_size.add_input("x", DType::kFloat32, {2, 3});
+  bad_size.add_raw_initializer("w", 1, {2, 3}, std::string(20, '\0'));  // 24 bytes needed
+  bad_size.add_node("Add", {"x", "w"}, {"y"});
+  bad_size.add_output("y");
+  const Error e = import_error(bad_size.serialize());
+  EXPECT_EQ(e.kind(), ErrorKind::kDataLoss);
+  EXPECT_NE(std::string(e.what()).find("'w'"), std::string::npos) << e.what();
+
+  ModelWriter negative;
+  negative.add_input("x", DType::kFloat32, {2});
+  negative.add_raw_initializer("w", 1, {-2}, std::string(8, '\0'));
+  negative.add_node("Add", {"x", "w"}, {"y"});
+  negative.add_output("y");
+  EXPECT_EQ(import_error(negative.serialize()).kind(), ErrorKind::kDataLoss);
+
+  EXPECT_EQ(import_error("this is not a protobuf \xff\xff\xff").kind(), ErrorKind::kDataLoss);
+}
+
+TEST_F(OnnxImporterTest, CyclesAndUndefinedInputsAreInvalid) {
+  ModelWriter cycle;
+  cycle.add_input("x", DType::kFloat32, {2});
+  cycle.add_node("Add", {"x", "b"}, {"a"}, {}, "n1");
+  cycle.add_node("Relu", {"a"}, {"b"}, {}, "n2");
+  cycle.add_output("b");
+  const Error c = import_error(cycle.serialize());
+  EXPECT_EQ(c.kind(), ErrorKind::kInvalidArgument);
+  EXPECT_NE(std::string(c.what()).find("cycle"), std::string::npos) << c.what();
+
+  ModelWriter undefined;
+  undefined.add_input("x", DType::kFloat32, {2});
+  undefined.add_node("Add", {"x", "ghost"}, {"y"}, {}, "n1");
+  undefined.add_output("y");
+  const Error u = import_error(undefined.serialize());
+  EXPECT_EQ(u.kind(), ErrorKind::kInvalidArgument);
+  EXPECT_NE(std::string(u.what()).find("'ghost'"), std::string::npos) << u.what();
+}
+
+// Truncations and random byte edits of a valid model either import or throw mf::Error.
+TEST_F(OnnxImporterTest, FuzzedFilesImportOrThrowCleanly) {
+  ModelWriter m(13);
+  m.add_input("x", DType::kFloat32, {1, 2, 5, 5});
+  m.add_initializer("w", Tensor::randn({3, 2, 3, 3}, 51));
+  m.add_initializer("shape", i64s({1, -1}));
+  m.add_node("Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  m.add_node("Relu", {"c"}, {"r"});
+  m.add_node("Reshape", {"r", "shape"}, {"f"});
+  m.add_node("Softmax", {"f"}, {"y"});
+  m.add_output("y");
+  const std::string good = m.serialize();
+  std::mt19937 rng(7);
+  int imported = 0, rejected = 0;
+  auto attempt = [&](const std::string& bytes) {
+    try {
+      onnx::import_onnx_model_from_bytes(bytes, "fuzz.onnx");
+      ++imported;
+    } catch (const Error&) {
+      ++rejected;
+    }
+  };
+  for (size_t n = 0; n < good.size(); n += 3) attempt(good.substr(0, n));
+  for (int i = 0; i < 1500; ++i) {
+    std::string bytes = good;
+    const int edits = 1 + int(rng() % 4);
+    for (int k = 0; k < edits; ++k) bytes[rng() % bytes.size()] = char(rng() & 0xff);
+    attempt(bytes);
+  }
+  EXPECT_GT(imported, 0);
+  EXPECT_GT(rejected, 0);
+}
+
+// A resnet-like network (conv-bn-relu stages with residual adds, global pool, fc): imports and
+// agrees across modes. With MF_ONNX_WRITE_RESNET=FILE it also writes the full-size model (the
+// resnet18 layout at 224x224) for `mf run FILE --iters 10` measurements.
+void write_resnet_like(ModelWriter& m, int64_t size, int64_t width, int64_t blocks_per_stage) {
+  uint64_t seed = 100;
+  m.add_input("input", DType::kFloat32, {1, 3, size, size});
+  int counter = 0;
+  auto conv_bn = [&](const std::string& x, int64_t in_c, int64_t out_c, int64_t k, int64_t stride,
+                     bool relu) {
+    const std::string p = "l" + std::to_string(counter++);
+    const double stddev = std::sqrt(2.0 / double(in_c * k * k));
+    m.add_initializer(p + ".w", Tensor::randn({out_c, in_c, k, k}, seed++, stddev));
+    m.add_initializer(p + ".scale", Tensor::uniform({out_c}, 0.5, 1.0, seed++));
+    m.add_initializer(p + ".bias", Tensor::randn({out_c}, seed++, 0.1));
+    m.add_initializer(p + ".mean", Tensor::randn({out_c}, seed++, 0.1));
+    m.add_initializer(p + ".var", Tensor::uniform({out_c}, 0.5, 1.5, seed++));
+    const int64_t pad = k / 2;
+    m.add_node("Conv", {x, p + ".w"}, {p + ".c"},
+               {{"kernel_shape", std::vector<int64_t>{k, k}},
+                {"strides", std::vector<int64_t>{stride, stride}},
+                {"pads", std::vector<int64_t>{pad, pad, pad, pad}}});
+    m.add_node("BatchNormalization", {p + ".c", p + ".scale", p + ".bias", p + ".mean", p + ".var"},
+               {p + ".bn"});
+    if (!relu) return p + ".bn";
+    m.add_node("Relu", {p + ".bn"}, {p + ".r"});
+    return p + ".r";
+  };
+  std::string x = conv_bn("input", 3, width, 7, 2, true);
+  m.add_node("MaxPool", {x}, {"pool"},
+             {{"kernel_shape", std::vector<int64_t>{3, 3}},
+              {"strides", std::vector<int64_t>{2, 2}},
+              {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  x = "pool";
+  int64_t c = width;
+  for (int stage = 0; stage < 4; ++stage) {
+    const int64_t out_c = width << stage;
+    for (int64_t b = 0; b < blocks_per_stage; ++b) {
+      const int64_t stride = (stage > 0 && b == 0) ? 2 : 1;
+      std::string shortcut = x;
+      if (stride != 1 || c != out_c) shortcut = conv_bn(x, c, out_c, 1, stride, false);
+      std::string y = conv_bn(x, c, out_c, 3, stride, true);
+      y = conv_bn(y, out_c, out_c, 3, 1, false);
+      const std::string sum = "add" + std::to_string(counter),
+                        out = "res" + std::to_string(counter);
+      m.add_node("Add", {y, shortcut}, {sum});
+      m.add_node("Relu", {sum}, {out});
+      x = out;
+      c = out_c;
+    }
+  }
+  m.add_node("GlobalAveragePool", {x}, {"gap"});
+  m.add_node("Flatten", {"gap"}, {"flat"});
+  m.add_initializer("fc.w", Tensor::randn({1000, c}, seed++, 0.05));
+  m.add_initializer("fc.b", Tensor::randn({1000}, seed++, 0.05));
+  m.add_node("Gemm", {"flat", "fc.w", "fc.b"}, {"logits"}, {{"transB", int64_t{1}}});
+  m.add_output("logits");
+}
+
+TEST_F(OnnxImporterTest, ResnetLikeAgreesAcrossModes) {
+  if (const char* path = std::getenv("MF_ONNX_WRITE_RESNET")) {
+    ModelWriter full(13, "resnet18_like");
+    write_resnet_like(full, 224, 64, 2);
+    full.save(path);
+  }
+  ModelWriter m(13, "resnet_small");
+  write_resnet_like(m, 32, 8, 1);
+  const Tensor x = Tensor::randn({1, 3, 32, 32}, 61);
+  const std::vector<Tensor> eager = run(m, "PYNATIVE_MODE", {{"input", x}});
+  check(m, {{"input", x}}, eager);
+}
+
+}  // namespace
+}  // namespace mf

@@ -11,11 +11,17 @@
 #include "engine/models/registry.h"
 #include "engine/nn/cell.h"
 #include "engine/trace.h"
+#include "ir/verifier.h"
 #include "passes/compiler.h"
+#include "passes/plan_memory.h"
 #include "runtime/graph_executor.h"
 
 namespace mf::engine {
 namespace {
+
+// The op of a graph-kernel fusion (runtime/fused_kernel.cc): a body subgraph named by its "graph"
+// attribute, evaluated as one kernel. Unfusing one turns it into a `call` of the same body.
+constexpr std::string_view kFusedOp = "fused";
 
 // Puts the context's mode back as it was, however bisect leaves.
 class ModeGuard {
@@ -61,26 +67,35 @@ std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Bi
   return inputs;
 }
 
-// A node is a fused kernel when its op says so by name ("fused_kernel", "fused_elementwise", ...):
-// the fusion passes have not fixed a trait for it yet, and a name is what `mf dump` shows too.
-void collect_fused(const ir::Graph& graph, std::vector<std::string>& out) {
-  for (const ir::Node& node : graph.nodes()) {
-    if (node.op().find("fused") != std::string::npos) {
-      out.push_back(graph.name() + "/%" + std::to_string(node.id()) + " " + node.op());
-    }
+// The fused kernels of a graph tree in a fixed order (program order, the graph before its
+// subgraphs), so the k-th of a clone is the k-th of the original.
+void find_fused(ir::Graph& graph, std::vector<std::pair<ir::Graph*, ir::Node*>>& out) {
+  for (ir::Node& node : graph.nodes()) {
+    if (node.op() == kFusedOp) out.emplace_back(&graph, &node);
   }
-  for (const ir::Graph* sub : graph.subgraphs()) collect_fused(*sub, out);
+  for (ir::Graph* sub : graph.subgraphs()) find_fused(*sub, out);
 }
 
-// Compiles `graph` with the pipeline cut after `passes_run` pass runs, runs it on x and returns
-// its single output.
-Tensor run_cut(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
-               const context::Policy& policy, passes::CompileOptions options, size_t passes_run) {
-  options.stop_after_pass = passes_run;
-  passes::CompiledGraph compiled = passes::compile(trace.graph->clone(), options);
+std::string describe_fused(const ir::Graph& owner, const ir::Node& node) {
+  std::string body;
+  if (const auto it = node.attrs().find("graph"); it != node.attrs().end()) {
+    if (const auto* name = std::get_if<std::string>(&it->second)) body = " @" + *name;
+  }
+  return owner.name() + "/%" + std::to_string(node.id()) + " " + node.op() + body;
+}
+
+Tensor to_tensor(runtime::TensorArg arg) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->type = arg.type;
+  impl->buffer = std::move(arg.buffer);
+  return Tensor(impl);
+}
+
+Tensor execute(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
+               const context::Policy& policy, std::shared_ptr<const runtime::Plan> plan) {
   auto executor = policy.jit_level.value == context::JitLevel::kO2
-                      ? runtime::make_sink_executor(compiled.plan)
-                      : runtime::make_kernel_executor(compiled.plan);
+                      ? runtime::make_sink_executor(std::move(plan))
+                      : runtime::make_kernel_executor(std::move(plan));
   runtime::RunOptions run;
   run.intra_op_threads = policy.intra_op_threads.value;
   run.inter_op_parallelism = policy.inter_op_parallelism.value;
@@ -90,10 +105,42 @@ Tensor run_cut(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
       executor->run(bind_inputs(cell, trace.bindings, x), run);
   MF_CHECK(outputs.size() == 1, Internal, "bisect expects one output, the compiled graph returned ",
            outputs.size());
-  auto impl = std::make_shared<TensorImpl>();
-  impl->type = outputs[0].type;
-  impl->buffer = std::move(outputs[0].buffer);
-  return Tensor(impl);
+  return to_tensor(std::move(outputs[0]));
+}
+
+// Runs the fully compiled graph with its k-th fused kernel replaced by a call of the same body.
+Tensor run_unfused(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
+                   const context::Policy& policy, const passes::CompileOptions& options,
+                   const ir::Graph& compiled, size_t k) {
+  std::unique_ptr<ir::Graph> graph = compiled.clone();
+  std::vector<std::pair<ir::Graph*, ir::Node*>> fused;
+  find_fused(*graph, fused);
+  MF_CHECK(k < fused.size(), Internal, "fused kernel ", k, " vanished from the clone");
+  auto [owner, node] = fused[k];
+  const auto body = node->attrs().find("graph");
+  MF_CHECK(body != node->attrs().end(), Internal, "fused node has no 'graph' attribute");
+  std::vector<ir::TensorType> types;
+  for (size_t i = 0; i < node->num_outputs(); ++i) types.push_back(node->output_type(i));
+  ir::Node* call = owner->create_node(
+      node, "call", std::vector<ir::Value>(node->inputs().begin(), node->inputs().end()),
+      ir::Attrs{{"graph", body->second}}, types, node->info());
+  for (size_t i = 0; i < node->num_outputs(); ++i) {
+    owner->replace_all_uses(node->output(i), call->output(i));
+  }
+  owner->erase_node(node);
+  ir::verify(*graph);
+  // The plan points into `graph`, which outlives the run below.
+  return execute(cell, x, trace, policy,
+                 std::make_shared<const runtime::Plan>(passes::plan_memory(*graph, options)));
+}
+
+// Compiles `graph` with the pipeline cut after `passes_run` pass runs, runs it on x and returns
+// its single output.
+Tensor run_cut(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
+               const context::Policy& policy, passes::CompileOptions options, size_t passes_run) {
+  options.stop_after_pass = passes_run;
+  const passes::CompiledGraph compiled = passes::compile(trace.graph->clone(), options);
+  return execute(cell, x, trace, policy, compiled.plan);  // compiled.graph outlives the run
 }
 
 }  // namespace
@@ -165,13 +212,6 @@ BisectReport bisect(nn::Cell& cell, const Tensor& x, const BisectOptions& option
   for (const passes::PassRecord& record : full.passes) {
     if (record.name != "plan-memory") report.pipeline.push_back(record.name);
   }
-  collect_fused(*full.graph, report.fused_kernels);
-  report.fused_kernels_note =
-      report.fused_kernels.empty()
-          ? "no fused kernels in the compiled graph"
-          : "fused kernels are checked as part of the pass that formed them; unfusing them one "
-            "at a time needs a hook from the fusion passes, which does not exist yet";
-
   for (size_t k = 0; k <= report.pipeline.size(); ++k) {
     BisectCut cut;
     cut.passes_run = k;
@@ -190,6 +230,38 @@ BisectReport bisect(nn::Cell& cell, const Tensor& x, const BisectOptions& option
     if (!cut.error.empty() && !report.first_error) report.first_error = report.cuts.size() - 1;
     if (cut.comparison.diverged && !report.first_divergence) {
       report.first_divergence = report.cuts.size() - 1;
+      if (options.stop_at_first) break;
+    }
+  }
+
+  // Each fused kernel unfused in turn, against the fully compiled run.
+  std::vector<std::pair<ir::Graph*, ir::Node*>> fused;
+  find_fused(*full.graph, fused);
+  if (fused.empty()) return report;
+  Tensor fused_output;
+  try {
+    fused_output = run_cut(cell, x, trace, policy, compile_options, report.pipeline.size());
+  } catch (const Error&) {
+    // The full pipeline does not run: the cuts report that; unfusing cannot be compared.
+    for (const auto& [owner, node] : fused) {
+      report.fused_kernels.push_back(describe_fused(*owner, *node));
+    }
+    return report;
+  }
+  for (size_t k = 0; k < fused.size(); ++k) {
+    UnfusedCheck check;
+    check.kernel = describe_fused(*fused[k].first, *fused[k].second);
+    report.fused_kernels.push_back(check.kernel);
+    try {
+      const Tensor y = run_unfused(cell, x, trace, policy, compile_options, *full.graph, k);
+      check.vs_fused = compare_outputs(y, fused_output, options.tolerance);
+      check.vs_reference = compare_outputs(reference, y, options.tolerance);
+    } catch (const Error& e) {
+      check.error = e.what();
+    }
+    report.unfused.push_back(check);
+    if (check.vs_fused.diverged && !report.first_divergent_kernel) {
+      report.first_divergent_kernel = report.unfused.size() - 1;
       if (options.stop_at_first) break;
     }
   }

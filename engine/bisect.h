@@ -45,6 +45,15 @@ struct BisectCut {
   std::string error;  // the cut failed to compile or run (then comparison is unset)
 };
 
+// One fused kernel of the fully compiled graph, run unfused: its node becomes a `call` of the same
+// body subgraph (executed op by op), everything else stays as compiled.
+struct UnfusedCheck {
+  std::string kernel;       // "Mlp/%12 fused @fused_0"
+  Comparison vs_fused;      // the unfused run against the fully compiled (fused) run
+  Comparison vs_reference;  // the unfused run against PYNATIVE
+  std::string error;
+};
+
 struct BisectOptions {
   double tolerance = 1e-4;
   uint64_t seed = 0;          // weights and input of a sample network
@@ -65,10 +74,12 @@ struct BisectReport {
   std::optional<size_t> first_divergence;  // index into cuts
   std::optional<size_t> first_error;       // index into cuts of the first cut that failed
   double max_abs_diff = 0;                 // over the cuts that ran
-  // Fused kernels: nodes of the full pipeline's graph whose op is a fused kernel, and what bisect
-  // did about them (unfusing each one needs a hook from the fusion passes; see bisect.cc).
+  // Fused kernels of the full pipeline's graph (op `fused`), each re-run unfused. The first whose
+  // unfused run differs from the fused one beyond the tolerance is the culprit kernel: its fused
+  // evaluation disagrees with running its own body op by op.
   std::vector<std::string> fused_kernels;
-  std::string fused_kernels_note;
+  std::vector<UnfusedCheck> unfused;
+  std::optional<size_t> first_divergent_kernel;  // index into unfused
 };
 
 // Bisects `cell` on x under the current context (mode is switched to PYNATIVE for the reference

@@ -56,8 +56,24 @@ int run_bisect(const BisectCommandOptions& options) {
   const engine::BisectReport report = engine::bisect(spec, bisect_options);
   std::printf("pipeline: jit_level %s, fusion opt_level %d, %zu pass runs\n",
               report.jit_level.c_str(), report.fusion_level, report.pipeline.size());
-  std::printf("fused kernels: %zu (%s)\n", report.fused_kernels.size(),
-              report.fused_kernels_note.c_str());
+  for (const engine::UnfusedCheck& check : report.unfused) {
+    if (!check.error.empty()) {
+      std::printf("unfused %-40s FAILED: %s\n", check.kernel.c_str(), check.error.c_str());
+    } else {
+      std::printf("unfused %-40s vs fused max abs diff %-11.4g vs reference %-11.4g %s\n",
+                  check.kernel.c_str(), check.vs_fused.max_abs_diff,
+                  check.vs_reference.max_abs_diff, check.vs_fused.diverged ? "DIVERGES" : "ok");
+    }
+  }
+  std::printf("fused kernels: %zu in the compiled graph, %zu checked unfused\n",
+              report.fused_kernels.size(), report.unfused.size());
+  if (report.first_divergent_kernel) {
+    const engine::UnfusedCheck& check = report.unfused[*report.first_divergent_kernel];
+    const engine::Comparison& c = check.vs_fused;
+    std::printf(
+        "divergent fused kernel: %s: run unfused, element [%lld] is %.9g; fused it is %.9g\n",
+        check.kernel.c_str(), static_cast<long long>(c.worst_index), c.reference, c.value);
+  }
   if (report.first_divergence) {
     const engine::BisectCut& cut = report.cuts[*report.first_divergence];
     const engine::Comparison& c = cut.comparison;
@@ -77,6 +93,7 @@ int run_bisect(const BisectCommandOptions& options) {
     std::fflush(stdout);
     return kDivergenceExitStatus;
   }
+  if (report.first_divergent_kernel) return kDivergenceExitStatus;
   if (report.first_error) {
     const engine::BisectCut& cut = report.cuts[*report.first_error];
     MF_FAIL(Internal, "cut ", cut.passes_run, " (", cut_label(cut),

@@ -4,6 +4,7 @@
 #include <source_location>
 #include <unordered_map>
 
+#include "engine/compile_cache/compile_cache.h"
 #include "engine/dispatch.h"
 #include "engine/engine_state.h"
 #include "ir/parser.h"
@@ -103,8 +104,28 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
     entry->fingerprint = fingerprint;
     entry->jit_level = policy.jit_level.value;
     const auto start = Clock::now();
-    entry->compiled =
-        passes::compile(graph_->clone(), compile_options_from(policy, graph_->name()));
+    const passes::CompileOptions options = compile_options_from(policy, graph_->name());
+    // The persistent cache, as for cells; every parameter's type is in the graph's canonical form.
+    std::optional<CacheLookup> cached;
+    if (policy.compile_cache.value) {
+      const ir::TensorType input =
+          graph_->num_parameters() > 0 ? graph_->parameter(0)->type() : ir::TensorType{};
+      cached = lookup_compiled(policy, *graph_, input, fingerprint, options);
+    }
+    if (cached && cached->compiled) {
+      entry->compiled = std::move(*cached->compiled);
+      report_.cache_hit = true;
+    } else {
+      entry->compiled = passes::compile(graph_->clone(), options);
+      if (cached) {
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        cached->note = store_compiled(policy, *cached, entry->compiled, ms);
+      }
+    }
+    if (cached) {
+      report_.cache_key = cached->key.hex;
+      report_.cache_note = cached->note;
+    }
     entry->executor = policy.jit_level.value == context::JitLevel::kO2
                           ? runtime::make_sink_executor(entry->compiled.plan)
                           : runtime::make_kernel_executor(entry->compiled.plan);

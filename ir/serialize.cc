@@ -49,9 +49,11 @@ void attr_to_proto(const std::string& name, const AttrValue& value, proto::IrAtt
         } else if constexpr (std::is_same_v<T, std::string>) {
           out.set_s(v);
         } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
-          for (int64_t x : v) out.mutable_ints()->add_values(x);
+          auto* ints = out.mutable_ints();  // set even when empty: [] is a value
+          for (int64_t x : v) ints->add_values(x);
         } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-          for (double x : v) out.mutable_floats()->add_values(x);
+          auto* floats = out.mutable_floats();
+          for (double x : v) floats->add_values(x);
         } else {
           out.set_dtype(static_cast<uint32_t>(v));
         }

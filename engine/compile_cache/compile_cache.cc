@@ -358,7 +358,9 @@ std::optional<LoadedEntry> CompileCache::load(const CacheKey& key, const ir::Gra
   try {
     proto::CacheEntryHeader header;
     const proto::CacheEntryPayload payload = parse_entry(bytes, &header);
-    MF_CHECK(header.key() == key.hex && components_of(header) == key.components, DataLoss,
+    MF_CHECK(header.key() == key.hex && components_of(header) == key.components &&
+                 header.summary() == key.summary,
+             DataLoss,
              "its key components are not the ones asked for (a renamed file or a hash collision)");
     LoadedEntry loaded;
     loaded.compiled.graph = ir::graph_from_proto(payload.graph());

@@ -244,9 +244,8 @@ void write_svg(const BenchResult& result, std::ostream& out) {
   out << "<line x1=\"" << left << "\" y1=\"" << format("%.1f", y_of(1.0)) << "\" x2=\""
       << format("%.1f", left + plot_w) << "\" y2=\"" << format("%.1f", y_of(1.0))
       << "\" stroke=\"#c00\" stroke-dasharray=\"6,4\"/>\n";
-  out << "<text x=\"" << format("%.1f", left + plot_w - 4) << "\" y=\""
-      << format("%.1f", y_of(1.0) - 4)
-      << "\" text-anchor=\"end\" fill=\"#c00\">roofline (1.0)</text>\n";
+  out << "<text x=\"" << left + 4 << "\" y=\"" << format("%.1f", y_of(1.0) - 4)
+      << "\" fill=\"#c00\">roofline (1.0)</text>\n";
   out << "<line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left << "\" y2=\""
       << top + plot_h << "\" stroke=\"black\"/>\n";
   out << "<line x1=\"" << left << "\" y1=\"" << top + plot_h << "\" x2=\""

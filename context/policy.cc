@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/logging.h"
 #include "context/key_table.h"
 #include "context/value_parsing.h"
 
@@ -52,6 +53,7 @@ Decision<JitLevel> decide_jit_level(const Snapshot& snapshot, ExecutionMode mode
     out = {JitLevel::kO0, out.reason +
                               ", but PYNATIVE_MODE runs op by op and cannot sink a whole graph, so "
                               "it falls back to O0"};
+    log::warn_once("pynative-jit-o2", "jit_level: " + out.reason);
   }
   return out;
 }

@@ -57,35 +57,64 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run(
 
 std::vector<std::pair<std::string, Tensor>> IrRunner::run_eager(
     const std::map<std::string, Tensor>& bound) {
+  std::vector<Tensor> args;
+  for (size_t i = 0; i < graph_->num_parameters(); ++i)
+    args.push_back(bound.at(graph_->parameter(i)->name()));
+  const std::vector<Tensor> results =
+      interpret(*graph_, args, 1, current_policy()->max_call_depth.value);
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  for (size_t i = 0; i < results.size(); ++i)
+    outputs.emplace_back("output" + std::to_string(i), results[i]);
+  return outputs;
+}
+
+std::vector<Tensor> IrRunner::interpret(const ir::Graph& graph, const std::vector<Tensor>& args,
+                                        int depth, int max_depth) {
+  MF_CHECK(depth <= max_depth, InvalidArgument, "call depth exceeds max_call_depth ", max_depth,
+           " in graph @", graph.name(), "; raise max_call_depth or simplify the network");
   std::unordered_map<ir::Value, Tensor, ir::ValueHash> values;
-  for (size_t i = 0; i < graph_->num_parameters(); ++i) {
-    ir::Parameter* p = graph_->parameter(i);
-    values[ir::Value(p)] = bound.at(p->name());
-  }
-  for (size_t i = 0; i < graph_->num_constants(); ++i) {
-    ir::Constant* c = graph_->constant(i);
+  for (size_t i = 0; i < graph.num_parameters(); ++i)
+    values[ir::Value(graph.parameter(i))] = args.at(i);
+  for (size_t i = 0; i < graph.num_constants(); ++i) {
+    ir::Constant* c = graph.constant(i);
     values[ir::Value(c)] = Tensor::from_bytes(c->type().dtype, c->type().shape, c->bytes().data());
   }
-  for (ir::Node* node : graph_->topological_order()) {
-    MF_CHECK(node->def() == nullptr || !node->def()->has(ir::Trait::kControlFlow), Unsupported,
-             "node %", node->id(), " of @", graph_->name(), " is control flow (", node->op(),
-             "), which runs only when compiled: use --mode graph for this file");
-    std::vector<Tensor> args;
-    for (const ir::Value& v : node->inputs()) args.push_back(values.at(v));
+  auto subgraph = [&](const ir::Node& node, const char* attr) -> const ir::Graph& {
+    const ir::Graph* g = graph.resolve_subgraph(ir::attr_string(node.attrs(), attr, node.op()));
+    MF_CHECK(g != nullptr, NotFound, "node %", node.id(), " of @", graph.name(),
+             " names a missing subgraph");
+    return *g;
+  };
+  auto truth = [](const Tensor& t) { return t.to_doubles().at(0) != 0; };
+  for (ir::Node* node : graph.topological_order()) {
+    std::vector<Tensor> in;
+    for (const ir::Value& v : node->inputs()) in.push_back(values.at(v));
     std::vector<Tensor> outs;
     try {
-      outs = call_op(node->op(), args, node->attrs());
+      if (node->op() == "call") {
+        outs = interpret(subgraph(*node, "graph"), in, depth + 1, max_depth);
+      } else if (node->op() == "cond") {
+        const std::vector<Tensor> branch_args(in.begin() + 1, in.end());
+        outs = interpret(subgraph(*node, truth(in[0]) ? "then_branch" : "else_branch"), branch_args,
+                         depth + 1, max_depth);
+      } else if (node->op() == "while") {
+        outs = in;
+        while (truth(interpret(subgraph(*node, "cond_graph"), outs, depth + 1, max_depth).at(0))) {
+          outs = interpret(subgraph(*node, "body_graph"), outs, depth + 1, max_depth);
+        }
+      } else {
+        outs = call_op(node->op(), in, node->attrs());
+      }
     } catch (Error& e) {
-      e.add_context("at node %" + std::to_string(node->id()) + " of graph @" + graph_->name());
+      e.add_context("at node %" + std::to_string(node->id()) + " (" + node->op() + ") of graph @" +
+                    graph.name());
       throw;
     }
     for (size_t k = 0; k < outs.size(); ++k) values[node->output(k)] = outs[k];
   }
-  std::vector<std::pair<std::string, Tensor>> outputs;
-  for (size_t i = 0; i < graph_->outputs().size(); ++i) {
-    outputs.emplace_back("output" + std::to_string(i), values.at(graph_->outputs()[i]));
-  }
-  return outputs;
+  std::vector<Tensor> results;
+  for (const ir::Value& v : graph.outputs()) results.push_back(values.at(v));
+  return results;
 }
 
 std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(

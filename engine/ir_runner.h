@@ -35,6 +35,9 @@ class IrRunner {
   std::map<std::string, Tensor> bind(const std::map<std::string, Tensor>& inputs, uint64_t seed);
   std::vector<std::pair<std::string, Tensor>> run_eager(
       const std::map<std::string, Tensor>& values);
+  // Interprets `graph` op by op; call/cond/while run their subgraphs the same way, `depth` deep.
+  std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>& args, int depth,
+                                int max_depth);
   std::vector<std::pair<std::string, Tensor>> run_compiled(
       const std::map<std::string, Tensor>& values);
 

@@ -1,6 +1,8 @@
 // Runs the `mf` binary and checks exit codes and output of `mf context ...`.
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
+#include "mf_cli.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,34 +14,8 @@
 
 namespace {
 
-struct MfRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-MfRun run_mf(const std::string& args) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("mf_context_cli_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const auto out = dir / "out.txt";
-  const auto err = dir / "err.txt";
-  const std::string command =
-      std::string(MF_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(command.c_str());
-  MfRun run;
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = slurp(out);
-  run.err = slurp(err);
-  return run;
-}
+using mf::testing::MfRun;
+using mf::testing::run_mf;
 
 TEST(ContextCliTest, ListPrintsEveryKey) {
   const MfRun run = run_mf("context list");

@@ -124,6 +124,21 @@ passes::CompileOptions compile_options_from(const context::Policy& policy,
   passes::CompileOptions options;
   options.jit_level = to_passes(policy.jit_level.value);
   options.fusion_level = policy.fusion_level.value;
+  const context::GraphKernelFlags& flags = policy.fusion_flags;
+  options.fusion.dump_as_text = flags.dump_as_text;
+  options.fusion.enable_expand_ops = flags.enable_expand_ops;
+  options.fusion.enable_expand_ops_only = flags.enable_expand_ops_only;
+  options.fusion.disable_expand_ops = flags.disable_expand_ops;
+  options.fusion.enable_cluster_ops = flags.enable_cluster_ops;
+  options.fusion.enable_cluster_ops_only = flags.enable_cluster_ops_only;
+  options.fusion.disable_cluster_ops = flags.disable_cluster_ops;
+  options.fusion.stitch = policy.stitch_fusion.value;
+  options.fusion.parallel = policy.parallel_fusion.value;
+  options.fusion.recompute = policy.recompute_fusion.value;
+  options.fusion.reduce_fuse_depth = flags.reduce_fuse_depth;
+  if (flags.composite_op_limit_size) {
+    options.fusion.composite_op_limit_size = *flags.composite_op_limit_size;
+  }
   options.enable_passes = policy.fusion_flags.enable_pass;
   options.disable_passes = policy.fusion_flags.disable_pass;
   options.verify_every_pass = policy.debug_level.value == context::DebugLevel::kDebug;

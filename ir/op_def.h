@@ -19,6 +19,10 @@
 
 namespace mf::ir {
 
+class Graph;
+class Node;
+class Value;
+
 // The static type of one tensor value.
 struct TensorType {
   DType dtype = DType::kFloat32;
@@ -41,7 +45,9 @@ enum class Trait : uint32_t {
   kControlFlow =
       1u << 9,  // call/cond/while: runs subgraphs named in attributes; types come from them
   kInPlace =
-      1u << 10,  // output 0 may share input 0's bytes (each element read before it is written)
+      1u << 10,       // output 0 may share input 0's bytes (each element read before it is written)
+  kFused = 1u << 11,  // a fused kernel: runs the body subgraph named by "graph" through the
+                      // fused-kernel evaluator (runtime/fused_kernel.h), never op by op
 };
 constexpr Trait operator|(Trait a, Trait b) {
   return Trait(uint32_t(a) | uint32_t(b));
@@ -90,6 +96,25 @@ struct ElementwiseMath {
   TileFn for_dtype(DType dtype) const { return by_dtype[static_cast<size_t>(dtype)]; }
 };
 
+// The math of a reduction over one contiguous row, per dtype: *out = reduce(row[0..n)). The plain
+// reduce kernel and the fused-kernel evaluator both call it on rows at the same address alignment,
+// so a reduction at the tail of a fused kernel sums in the same order as the plain kernel.
+using RowReduceFn = void (*)(const void* row, int64_t n, void* out);
+struct ReduceMath {
+  std::array<RowReduceFn, std::size(kAllDTypes)> by_dtype{};
+  // A whole-tensor reduction longer than this is reduced by the plain kernel in fixed blocks
+  // combined in order; the evaluator does not fuse those (0: no limit).
+  int64_t single_row_limit = 0;
+  RowReduceFn for_dtype(DType dtype) const { return by_dtype[static_cast<size_t>(dtype)]; }
+};
+
+// A composite op's expansion into basic ops (graph-kernel fusion, opt_level >= 1): inserts nodes
+// just before `node` in `graph` and returns the values that replace the node's outputs, or an empty
+// vector to decline (the op then stays whole). With `bit_exact` the expander declines wherever its
+// basic ops would not reproduce the op's own kernel bit for bit (the default expansion);
+// without it (the op named by --enable_expand_ops) it expands whenever the shapes allow.
+using ExpandFn = std::function<std::vector<Value>(Graph& graph, Node& node, bool bit_exact)>;
+
 // The oracle for the conformance test: a plain, obviously correct computation in double precision.
 struct RefTensor {
   Shape shape;
@@ -118,6 +143,8 @@ struct OpDef {
   InferFn infer;
   KernelFn kernel;
   std::optional<ElementwiseMath> elementwise;
+  std::optional<ReduceMath> reduce;  // kReduce ops the fused-kernel evaluator can run as a tail
+  ExpandFn expander;                 // kComposite ops: the expansion into basic ops
   ReferenceFn reference;
   std::vector<OpSample> samples;
   double tolerance = 1e-5;  // relative+absolute bound against the reference in float32
@@ -167,6 +194,14 @@ class OpBuilder {
   }
   OpBuilder& elementwise(ElementwiseMath math) {
     def_.elementwise = math;
+    return *this;
+  }
+  OpBuilder& reduce(ReduceMath math) {
+    def_.reduce = math;
+    return *this;
+  }
+  OpBuilder& expander(ExpandFn fn) {
+    def_.expander = std::move(fn);
     return *this;
   }
   OpBuilder& reference(ReferenceFn fn) {

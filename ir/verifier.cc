@@ -235,7 +235,8 @@ class Verifier {
                " ", types_text(have), " do not match the node's ", node_side, " ",
                types_text(want));
     };
-    if (node.op() == "call") {
+    if (node.op() == "call" || node.def()->has(Trait::kFused)) {
+      // A fused node runs its body like a call runs its callee.
       const Graph& g = subgraph("graph");
       expect_same(params(g), inputs, g, "parameter types", "input types");
       expect_same(results(g), outputs, g, "output types", "output types");

@@ -24,9 +24,27 @@ struct DumpOptions {
   std::string prefix;          // prepended to file names, e.g. the network's name ("mlp")
 };
 
+// Graph-kernel fusion settings, typed from the graph_kernel_flags the Policy parsed (the level
+// itself is CompileOptions::fusion_level). Lists name ops; empty means "not given".
+struct FusionOptions {
+  bool dump_as_text = false;                         // --dump_as_text: graph_kernel_dump/ files
+  std::vector<std::string> enable_expand_ops;        // also expand these where not bit-exact
+  std::vector<std::string> enable_expand_ops_only;   // expand only these (whenever possible)
+  std::vector<std::string> disable_expand_ops;       // never expand these
+  std::vector<std::string> enable_cluster_ops;       // fusible ops to cluster (they already are)
+  std::vector<std::string> enable_cluster_ops_only;  // cluster only these
+  std::vector<std::string> disable_cluster_ops;      // never cluster these
+  bool stitch = false;     // stitch-fusion (opt_level 3, or --enable_stitch_fusion)
+  bool parallel = false;   // parallel-fusion (opt_level 3, or --enable_parallel_fusion)
+  bool recompute = false;  // --enable_recompute_fusion
+  std::optional<int> reduce_fuse_depth;  // producers above a reduce tail (unset: no limit)
+  int composite_op_limit_size = 200;     // most ops in one fused kernel
+};
+
 struct CompileOptions {
   JitLevel jit_level = JitLevel::kO0;
-  int fusion_level = 0;             // graph-kernel opt_level 0..3 (fusion passes arrive with that work)
+  int fusion_level = 0;             // graph-kernel opt_level 0..3
+  FusionOptions fusion;             // the graph_kernel_flags that shape fusion
   std::vector<std::string> enable_passes;   // --enable_pass= of graph_kernel_flags
   std::vector<std::string> disable_passes;  // --disable_pass=
   bool verify_every_pass = false;   // debug_level=DEBUG: verify after every pass, not only after changes

@@ -6,48 +6,81 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "passes/fusion/fusion_passes.h"
 #include "passes/passes.h"
 
 namespace mf::passes {
 
 namespace {
 
-enum class Group { kNone, kSimplify };
+enum class Group { kNone, kSimplify, kFusionSimplify };
 enum class Phase { kFrontend, kBackend };
 
-using MakePass = std::unique_ptr<Pass> (*)();
+using MakePass = std::unique_ptr<Pass> (*)(const CompileOptions&);
+
+// Adapters for passes that take no options.
+template <std::unique_ptr<Pass> (*Make)()>
+std::unique_ptr<Pass> plain(const CompileOptions&) {
+  return Make();
+}
 
 std::unique_ptr<Pass> make_default_constant_folding() {
   return make_constant_folding();
 }
 
+// Where a row needs more than its fusion level: stitch and parallel fusion also run below opt_level
+// 3 when their flags ask (and fusion is on at all).
+enum class Extra { kNone, kStitch, kParallel };
+
 struct PassEntry {
   std::string_view name;
   MakePass make;  // null: a stage that is not a Pass (an executor choice, or compile()'s planner)
   JitLevel from;
-  int from_fusion;  // fusion opt_level the pass also needs (0: none)
-  Group group;      // consecutive rows of one group repeat together to a fixed point
-  Phase phase;      // the "frontend" dump is written between the phases
+  int from_fusion;             // fusion opt_level the pass also needs (0: none)
+  Group group;                 // consecutive rows of one group repeat together to a fixed point
+  Phase phase;                 // the "frontend" dump is written between the phases
+  Extra extra = Extra::kNone;  // a flag that turns the row on below its fusion level
 };
 
 // clang-format off
 constexpr PassEntry kGraphPipeline[] = {
-  // pass                              factory                          jit_level      fusion  group            phase
-  {"infer-shapes",                     make_infer_shapes,               JitLevel::kO0, 0, Group::kNone,     Phase::kFrontend},
-  {"inline",                           make_inline_calls,               JitLevel::kO0, 0, Group::kNone,     Phase::kFrontend},
-  {"dead-code-elimination",            make_dead_code_elimination,      JitLevel::kO0, 0, Group::kNone,     Phase::kFrontend},
-  {"constant-folding",                 make_default_constant_folding,   JitLevel::kO1, 0, Group::kSimplify, Phase::kFrontend},
-  {"algebraic-simplification",         make_algebraic_simplification,   JitLevel::kO1, 0, Group::kSimplify, Phase::kFrontend},
-  {"common-subexpression-elimination", make_cse,                        JitLevel::kO1, 0, Group::kSimplify, Phase::kFrontend},
-  {"dead-code-elimination",            make_dead_code_elimination,      JitLevel::kO1, 0, Group::kSimplify, Phase::kFrontend},
-  {"select-kernels",                   make_select_kernels,             JitLevel::kO0, 0, Group::kNone,     Phase::kBackend},
-  {"sink-execution",                   nullptr,                         JitLevel::kO2, 0, Group::kNone,     Phase::kBackend},  // SinkExecutor runs the plan
-  {"plan-memory",                      nullptr,                         JitLevel::kO0, 0, Group::kNone,     Phase::kBackend},  // compile() calls plan_memory
+  // pass                              factory                                      jit_level      fusion  group                   phase
+  {"infer-shapes",                     plain<make_infer_shapes>,                    JitLevel::kO0, 0, Group::kNone,           Phase::kFrontend},
+  {"inline",                           plain<make_inline_calls>,                    JitLevel::kO0, 0, Group::kNone,           Phase::kFrontend},
+  {"dead-code-elimination",            plain<make_dead_code_elimination>,           JitLevel::kO0, 0, Group::kNone,           Phase::kFrontend},
+  {"constant-folding",                 plain<make_default_constant_folding>,        JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},
+  {"algebraic-simplification",         plain<make_algebraic_simplification>,        JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},
+  {"common-subexpression-elimination", plain<make_cse>,                             JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},
+  {"dead-code-elimination",            plain<make_dead_code_elimination>,           JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},
+  // Graph-kernel fusion: expand composites, simplify what expansion exposed (2), stitch rows (3),
+  // fuse elementwise chains (1), merge independent small kernels (3), then simplify inside and
+  // around the fused kernels' bodies (2).
+  {"expand-composite-ops",             make_expand_composite_ops,                   JitLevel::kO0, 1, Group::kNone,           Phase::kFrontend},
+  {"algebraic-simplification",         plain<make_algebraic_simplification>,        JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
+  {"common-subexpression-elimination", plain<make_cse>,                             JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
+  {"dead-code-elimination",            plain<make_dead_code_elimination>,           JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
+  {"stitch-fusion",                    make_stitch_fusion,                          JitLevel::kO0, 3, Group::kNone,           Phase::kFrontend, Extra::kStitch},
+  {"elementwise-fusion",               make_elementwise_fusion,                     JitLevel::kO0, 1, Group::kNone,           Phase::kFrontend},
+  {"parallel-fusion",                  make_parallel_fusion,                        JitLevel::kO0, 3, Group::kNone,           Phase::kFrontend, Extra::kParallel},
+  {"common-subexpression-elimination", plain<make_cse>,                             JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
+  {"algebraic-simplification",         plain<make_algebraic_simplification>,        JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
+  {"dead-code-elimination",            plain<make_dead_code_elimination>,           JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
+  {"select-kernels",                   plain<make_select_kernels>,                  JitLevel::kO0, 0, Group::kNone,           Phase::kBackend},
+  {"sink-execution",                   nullptr,                                     JitLevel::kO2, 0, Group::kNone,           Phase::kBackend},  // SinkExecutor runs the plan
+  {"plan-memory",                      nullptr,                                     JitLevel::kO0, 0, Group::kNone,           Phase::kBackend},  // compile() calls plan_memory
 };
 // clang-format on
 
 std::string_view group_name(Group group) {
-  return group == Group::kSimplify ? "simplify" : "";
+  switch (group) {
+    case Group::kSimplify:
+      return "simplify";
+    case Group::kFusionSimplify:
+      return "fusion-simplify";
+    case Group::kNone:
+      break;
+  }
+  return "";
 }
 
 bool contains(const std::vector<std::string>& names, std::string_view name) {
@@ -81,6 +114,12 @@ std::string origin_of(const PassEntry& entry, const CompileOptions& options) {
     return entry.from_fusion > 0 ? detail::str_cat("fusion opt_level ", entry.from_fusion)
                                  : detail::str_cat("jit_level ", to_string(entry.from));
   }
+  if (options.jit_level >= entry.from && options.fusion_level >= 1) {
+    if (entry.extra == Extra::kStitch && options.fusion.stitch) return "--enable_stitch_fusion";
+    if (entry.extra == Extra::kParallel && options.fusion.parallel) {
+      return "--enable_parallel_fusion";
+    }
+  }
   if (entry.make != nullptr && contains(options.enable_passes, std::string(entry.name))) {
     return "--enable_pass";
   }
@@ -108,10 +147,10 @@ Pipeline build_phase(const CompileOptions& options, Phase phase) {
     }
     if (entry.group != open_group) close_group();
     if (entry.group == Group::kNone) {
-      pipeline.add(entry.make());
+      pipeline.add(entry.make(options));
     } else {
       open_group = entry.group;
-      grouped.push_back(entry.make());
+      grouped.push_back(entry.make(options));
     }
   }
   close_group();
@@ -142,7 +181,8 @@ std::unique_ptr<Pass> make_pass(std::string_view name) {
   const PassEntry* entry = find_entry(name);
   MF_CHECK(entry != nullptr, NotFound, "no pass named '", name,
            "'; known passes: ", joined_known_names());
-  return entry->make();
+  static const CompileOptions kDefaults;
+  return entry->make(kDefaults);
 }
 
 std::vector<PipelineRow> describe_pipeline(const CompileOptions& options) {

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "ir/printer.h"
+#include "runtime/fused_kernel.h"
 #include "runtime/parallel.h"
 #include "runtime/storage.h"
 
@@ -123,6 +124,9 @@ class PlanRun {
         depth_(depth),
         buffers_(plan.slots.size()),
         data_(plan.slots.size(), nullptr) {}
+
+  // Kernels of the plan's fused steps, built by the executor; a nested run builds its own.
+  void set_fused(const FusedKernels* fused) { fused_ = fused; }
 
   void bind(std::span<const TensorArg> inputs) {
     check_inputs(plan_, inputs);
@@ -239,7 +243,7 @@ class PlanRun {
 
   void run_step(const Step& step) {
     try {
-      if (step.node->def()->has(ir::Trait::kControlFlow)) {
+      if (step.node->def()->has(ir::Trait::kControlFlow) && !is_fused(*step.node)) {
         run_control_flow_step(step);
       } else {
         run_kernel_step(step);
@@ -269,6 +273,10 @@ class PlanRun {
     for (int id : step.outputs) out.push_back({data_[id], plan_.slots[id].type});
     const ir::KernelContext ctx{in, out, step.node->attrs(), step.node->op(),
                                 options_.deterministic};
+    if (is_fused(*step.node)) {
+      (fused_ != nullptr ? *fused_ : own_fused_).get(*plan_.graph, *step.node).run(ctx);
+      return;
+    }
     step.node->def()->kernel(ctx);
   }
 
@@ -311,6 +319,8 @@ class PlanRun {
   std::vector<void*> data_;
   std::shared_ptr<Buffer> arena_;
   std::mutex on_step_mutex_;
+  const FusedKernels* fused_ = nullptr;
+  FusedKernels own_fused_;
 };
 
 }  // namespace
@@ -335,11 +345,13 @@ class KernelExecutor final : public GraphExecutor {
   explicit KernelExecutor(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {
     MF_CHECK(plan_ != nullptr && plan_->graph != nullptr, InvalidArgument,
              "KernelExecutor needs a plan built from a graph");
+    fused_ = std::make_unique<FusedKernels>(*plan_);
   }
 
   std::vector<TensorArg> run(std::span<const TensorArg> inputs,
                              const RunOptions& options) override {
     detail::PlanRun run(*plan_, options, 0);
+    run.set_fused(fused_.get());
     run.bind(inputs);
     if (options.inter_op_parallelism > 1 && plan_->steps.size() > 1) {
       // Nested control flow inside a step runs serially on that step's thread.
@@ -355,6 +367,7 @@ class KernelExecutor final : public GraphExecutor {
 
  private:
   std::shared_ptr<const Plan> plan_;
+  std::unique_ptr<FusedKernels> fused_;  // built once, shared by every run
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "runtime/fused_kernel.h"
 #include "runtime/kernel_executor.h"
 #include "runtime/parallel.h"
 #include "runtime/storage.h"
@@ -111,7 +112,7 @@ class SinkExecutor final : public GraphExecutor {
       const bool control_flow = step.node->def()->has(ir::Trait::kControlFlow);
       MF_CHECK(control_flow || static_cast<bool>(step.node->def()->kernel), InvalidArgument,
                "SinkExecutor: op '", step.node->op(), "' has no kernel");
-      MF_CHECK(!control_flow || !step.subplans.empty(), InvalidArgument,
+      MF_CHECK(!control_flow || is_fused(*step.node) || !step.subplans.empty(), InvalidArgument,
                "SinkExecutor: control-flow step '", step.node->op(), "' has no subplans");
       for (int id : step.inputs) {
         MF_CHECK(id >= 0 && size_t(id) < plan.slots.size(), Internal, "bad slot id ", id);
@@ -151,6 +152,13 @@ class SinkExecutor final : public GraphExecutor {
       b.attrs = &step.node->attrs();
       b.op = step.node->op();
       if (!step.node->def()->has(ir::Trait::kControlFlow)) b.kernel = &step.node->def()->kernel;
+      if (is_fused(*step.node)) {
+        // Built once here, bound like any kernel.
+        std::shared_ptr<const FusedKernel> fused = make_fused_kernel(*plan.graph, *step.node);
+        fused_kernels_.push_back(std::make_unique<ir::KernelFn>(
+            [fused](const ir::KernelContext& ctx) { fused->run(ctx); }));
+        b.kernel = fused_kernels_.back().get();
+      }
       for (size_t i = 0; i < step.inputs.size(); ++i) {
         b.inputs.push_back({nullptr, plan.slots[step.inputs[i]].type});
         if (varies(step.inputs[i])) patches_.push_back({s, false, i, step.inputs[i]});
@@ -205,6 +213,7 @@ class SinkExecutor final : public GraphExecutor {
   bool prepared_ = false;
   std::shared_ptr<Buffer> arena_;
   std::vector<std::shared_ptr<Buffer>> kept_;
+  std::vector<std::unique_ptr<ir::KernelFn>> fused_kernels_;  // the kernels of fused steps
 };
 
 }  // namespace

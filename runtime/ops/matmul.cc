@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "runtime/ops/expand_util.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/reference.h"
 #include "runtime/parallel.h"
@@ -262,6 +263,15 @@ std::vector<TensorType> infer_bias_add(std::span<const TensorType> in, const Att
   return {in[0]};
 }
 
+// bias_add as an add broadcasting the bias along its axis: always exact.
+std::vector<ir::Value> expand_bias_add(ir::Graph& graph, ir::Node& node, bool) {
+  Expansion e(graph, node);
+  const int64_t rank = static_cast<int64_t>(e.input_type(0).shape.size());
+  const int64_t axis =
+      ir::normalize_axis(ir::attr_int(e.attrs(), "axis", node.op()), rank, node.op());
+  return {e.op("add", {e.input(0), e.along_axis(e.input(1), axis, rank)})};
+}
+
 void bias_add_kernel(const ir::KernelContext& ctx) {
   const Shape& shape = ctx.inputs[0].type.shape;
   const int64_t axis =
@@ -307,6 +317,7 @@ const ir::OpRegistration kBiasAdd =
         .traits(Trait::kPure | Trait::kComposite | Trait::kInPlace)
         .infer(infer_bias_add)
         .kernel(bias_add_kernel)
+        .expander(expand_bias_add)
         .reference([](std::span<const RefTensor> in, const Attrs& attrs) {
           const Shape& shape = in[0].shape;
           const int64_t rank = static_cast<int64_t>(shape.size());

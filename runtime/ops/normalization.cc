@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/ops/expand_util.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/reference.h"
 #include "runtime/parallel.h"
@@ -136,6 +137,41 @@ std::vector<ir::OpSample> softmax_samples() {
   };
 }
 
+// The row kernels evaluate each row as its own Eigen expression. The expansion evaluates whole
+// tensors, which takes the same vector/scalar path for every element, and reduces rows at the same
+// address alignment, only when rows are whole vectors of every SIMD width (a multiple of 16
+// elements, each row starting 64-byte aligned) and the reduced axes are trailing.
+constexpr int64_t kExactRowMultiple = 16;
+
+bool trailing_rows_exact(const Shape& shape, int64_t first_axis) {
+  int64_t width = 1;
+  for (size_t d = first_axis; d < shape.size(); ++d) width *= shape[d];
+  return width > 0 && width % kExactRowMultiple == 0;
+}
+
+// softmax: reduce_max, sub, exp, reduce_sum, div, as `out = (in - max).exp(); out /= out.sum()`.
+// log_softmax ends in a log of one scalar per row, which the kernel takes in scalar code: its
+// expansion is never bit-exact, so it expands only when asked by name.
+template <bool Log>
+std::vector<ir::Value> expand_softmax(ir::Graph& graph, ir::Node& node, bool bit_exact) {
+  Expansion e(graph, node);
+  const Shape& shape = e.input_type(0).shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t axis =
+      ir::normalize_axis(ir::attr_int(e.attrs(), "axis", node.op()), rank, node.op());
+  if (bit_exact && (Log || axis != rank - 1 || !trailing_rows_exact(shape, axis))) return {};
+  const ir::Value x = e.input(0);
+  const ir::Value max = e.op("reduce_max", {x}, keep_axes({axis}));
+  const ir::Value shifted = e.op("sub", {x, max});
+  const ir::Value exp = e.op("exp", {shifted});
+  const ir::Value sum = e.op("reduce_sum", {exp}, keep_axes({axis}));
+  if constexpr (Log) {
+    return {e.op("sub", {shifted, e.op("log", {sum})})};
+  } else {
+    return {e.op("div", {exp, sum})};
+  }
+}
+
 const ir::OpRegistration kSoftmax =
     ir::define_op("softmax")
         .arity(1)
@@ -145,6 +181,7 @@ const ir::OpRegistration kSoftmax =
           return infer_softmax("softmax", in, attrs);
         })
         .kernel(softmax_kernel<false>)
+        .expander(expand_softmax<false>)
         .reference(softmax_reference<false>)
         .samples(softmax_samples())
         .doc(
@@ -160,6 +197,7 @@ const ir::OpRegistration kLogSoftmax =
           return infer_softmax("log_softmax", in, attrs);
         })
         .kernel(softmax_kernel<true>)
+        .expander(expand_softmax<true>)
         .reference(softmax_reference<true>)
         .samples(softmax_samples())
         .tolerance(1e-5)
@@ -241,6 +279,29 @@ std::vector<RefTensor> layer_norm_reference(std::span<const RefTensor> in, const
   return {out};
 }
 
+// layer_norm as the kernel computes it: mean, centre, mean of squares, 1 / sqrt(var + eps), then
+// (d * rstd) * gamma + beta.
+std::vector<ir::Value> expand_layer_norm(ir::Graph& graph, ir::Node& node, bool bit_exact) {
+  Expansion e(graph, node);
+  const DType t = e.input_type(0).dtype;
+  const int64_t rank = static_cast<int64_t>(e.input_type(0).shape.size());
+  const int64_t begin =
+      ir::normalize_axis(ir::attr_int(e.attrs(), "begin_norm_axis", node.op()), rank, node.op());
+  // The kernel takes one scalar sqrt per row; the expansion's sqrt op runs vectorised, and
+  // Eigen's fast-math vector sqrt rounds differently: never bit-exact, so only when asked.
+  if (bit_exact) return {};
+  std::vector<int64_t> axes;
+  for (int64_t d = begin; d < rank; ++d) axes.push_back(d);
+  const ir::Value x = e.input(0);
+  const ir::Value centred = e.op("sub", {x, e.op("reduce_mean", {x}, keep_axes(axes))});
+  const ir::Value var = e.op("reduce_mean", {e.op("mul", {centred, centred})}, keep_axes(axes));
+  const double epsilon = ir::attr_float(e.attrs(), "epsilon", node.op());
+  const ir::Value rstd =
+      e.op("div", {e.scalar(1, t), e.op("sqrt", {e.op("add", {var, e.scalar(epsilon, t)})})});
+  const ir::Value scaled = e.op("mul", {e.op("mul", {centred, rstd}), e.input(1)});
+  return {e.op("add", {scaled, e.input(2)})};
+}
+
 const ir::OpRegistration kLayerNorm =
     ir::define_op("layer_norm")
         .arity(3)
@@ -250,6 +311,7 @@ const ir::OpRegistration kLayerNorm =
         .traits(Trait::kPure | Trait::kComposite)
         .infer(infer_layer_norm)
         .kernel(layer_norm_kernel)
+        .expander(expand_layer_norm)
         .reference(layer_norm_reference)
         .samples({
             sample({f32({4, 8}), f32({8}), f32({8})}),
@@ -308,6 +370,22 @@ void batch_norm_kernel(const ir::KernelContext& ctx) {
   });
 }
 
+// batch_norm as the kernel folds it: per channel s = scale / sqrt(var + eps) and
+// a = bias - mean * s, then x * s + a. The kernel's per-channel sqrt is scalar, the expansion's
+// vectorised (Eigen fast math rounds it differently), so it expands only when asked.
+std::vector<ir::Value> expand_batch_norm(ir::Graph& graph, ir::Node& node, bool bit_exact) {
+  if (bit_exact) return {};
+  Expansion e(graph, node);
+  const DType t = e.input_type(0).dtype;
+  const int64_t rank = static_cast<int64_t>(e.input_type(0).shape.size());
+  const double epsilon = ir::attr_float(e.attrs(), "epsilon", node.op());
+  const ir::Value s =
+      e.op("div", {e.input(1), e.op("sqrt", {e.op("add", {e.input(4), e.scalar(epsilon, t)})})});
+  const ir::Value a = e.op("sub", {e.input(2), e.op("mul", {e.input(3), s})});
+  const ir::Value scaled = e.op("mul", {e.input(0), e.along_axis(s, 1, rank)});
+  return {e.op("add", {scaled, e.along_axis(a, 1, rank)})};
+}
+
 const ir::OpRegistration kBatchNorm =
     ir::define_op("batch_norm")
         .arity(5)
@@ -315,6 +393,7 @@ const ir::OpRegistration kBatchNorm =
         .traits(Trait::kPure | Trait::kComposite)
         .infer(infer_batch_norm)
         .kernel(batch_norm_kernel)
+        .expander(expand_batch_norm)
         .reference([](std::span<const RefTensor> in, const Attrs& attrs) {
           const double epsilon = std::get<double>(attrs.at("epsilon"));
           const Shape& shape = in[0].shape;

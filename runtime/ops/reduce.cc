@@ -210,6 +210,24 @@ void reduce_kernel(const ir::KernelContext& ctx) {
   });
 }
 
+// One contiguous row through the same reduce_row the kernel uses (the fused-kernel evaluator's
+// reduce tails): same code, same address alignment, same order of additions.
+template <Reduction R, typename T>
+void reduce_one_row(const void* row, int64_t n, void* out) {
+  constexpr Reduction kCore = R == Reduction::kMean ? Reduction::kSum : R;
+  T value = reduce_row<kCore, T>(static_cast<const T*>(row), n);
+  if constexpr (R == Reduction::kMean) value /= static_cast<T>(n);
+  *static_cast<T*>(out) = value;
+}
+
+template <Reduction R, typename... Ts>
+ir::ReduceMath reduce_math() {
+  ir::ReduceMath math;
+  ((math.by_dtype[static_cast<size_t>(ir::dtype_of<Ts>())] = &reduce_one_row<R, Ts>), ...);
+  math.single_row_limit = kBlock;
+  return math;
+}
+
 template <Reduction R>
 std::vector<RefTensor> reduce_reference(std::span<const RefTensor> in, const Attrs& attrs) {
   const Shape& shape = in[0].shape;
@@ -257,7 +275,8 @@ std::vector<ir::OpSample> reduce_samples() {
 }
 
 ir::OpBuilder declare(std::string name, std::initializer_list<DType> types, std::string doc,
-                      ir::KernelFn kernel, ir::ReferenceFn reference, double tolerance) {
+                      ir::KernelFn kernel, ir::ReferenceFn reference, double tolerance,
+                      ir::ReduceMath math) {
   ir::OpBuilder b = ir::define_op(name);
   b.arity(1)
       .attr("axes", ir::AttrKind::kInts, std::vector<int64_t>{},
@@ -269,22 +288,26 @@ ir::OpBuilder declare(std::string name, std::initializer_list<DType> types, std:
       .reference(std::move(reference))
       .samples(reduce_samples())
       .tolerance(tolerance)
+      .reduce(math)
       .doc(std::move(doc));
   return b;
 }
 
 const ir::OpRegistration kReduceSum =
     declare("reduce_sum", kNumericTypes, "sum over axes", reduce_kernel<Reduction::kSum>,
-            reduce_reference<Reduction::kSum>, 1e-4);
-const ir::OpRegistration kReduceMean =
-    declare("reduce_mean", kFloatTypes, "mean over axes", reduce_kernel<Reduction::kMean>,
-            reduce_reference<Reduction::kMean>, 1e-5);
+            reduce_reference<Reduction::kSum>, 1e-4,
+            reduce_math<Reduction::kSum, float, double, int32_t, int64_t>());
+const ir::OpRegistration kReduceMean = declare(
+    "reduce_mean", kFloatTypes, "mean over axes", reduce_kernel<Reduction::kMean>,
+    reduce_reference<Reduction::kMean>, 1e-5, reduce_math<Reduction::kMean, float, double>());
 const ir::OpRegistration kReduceMax =
     declare("reduce_max", kNumericTypes, "maximum over axes", reduce_kernel<Reduction::kMax>,
-            reduce_reference<Reduction::kMax>, 1e-6);
+            reduce_reference<Reduction::kMax>, 1e-6,
+            reduce_math<Reduction::kMax, float, double, int32_t, int64_t>());
 const ir::OpRegistration kReduceMin =
     declare("reduce_min", kNumericTypes, "minimum over axes", reduce_kernel<Reduction::kMin>,
-            reduce_reference<Reduction::kMin>, 1e-6);
+            reduce_reference<Reduction::kMin>, 1e-6,
+            reduce_math<Reduction::kMin, float, double, int32_t, int64_t>());
 
 }  // namespace
 }  // namespace mf::runtime::ops

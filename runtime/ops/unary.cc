@@ -11,6 +11,7 @@
 #include <unsupported/Eigen/SpecialFunctions>  // erf
 
 #include "runtime/ops/elementwise_kernel.h"
+#include "runtime/ops/expand_util.h"
 #include "runtime/ops/reference.h"
 
 namespace mf::runtime::ops {
@@ -65,6 +66,40 @@ const ir::ElementwiseMath kGeluErfMath = make_math<1, float, double>([](const au
   return T(0.5) * x * (T(1) + (x * T(kInvSqrt2)).erf());
 });
 
+// Expanders: each mirrors its functor above operation by operation (same operands, same order), so
+// the basic ops compute the same bits and are always exact.
+std::vector<ir::Value> expand_square(ir::Graph& graph, ir::Node& node, bool) {
+  Expansion e(graph, node);
+  return {e.op("mul", {e.input(0), e.input(0)})};
+}
+
+std::vector<ir::Value> expand_sigmoid(ir::Graph& graph, ir::Node& node, bool) {
+  Expansion e(graph, node);
+  const DType t = e.input_type(0).dtype;
+  const ir::Value exp = e.op("exp", {e.op("neg", {e.input(0)})});
+  return {e.op("div", {e.scalar(1, t), e.op("add", {e.scalar(1, t), exp})})};
+}
+
+std::vector<ir::Value> expand_gelu_tanh(ir::Graph& graph, ir::Node& node, bool) {
+  Expansion e(graph, node);
+  const ir::Value x = e.input(0);
+  const DType t = e.input_type(0).dtype;
+  ir::Value cube = e.op("mul", {e.scalar(kGeluCubic, t), x});
+  cube = e.op("mul", {e.op("mul", {cube, x}), x});
+  const ir::Value inner = e.op("mul", {e.scalar(kSqrt2OverPi, t), e.op("add", {x, cube})});
+  const ir::Value one_plus = e.op("add", {e.scalar(1, t), e.op("tanh", {inner})});
+  return {e.op("mul", {e.op("mul", {e.scalar(0.5, t), x}), one_plus})};
+}
+
+std::vector<ir::Value> expand_gelu_erf(ir::Graph& graph, ir::Node& node, bool) {
+  Expansion e(graph, node);
+  const ir::Value x = e.input(0);
+  const DType t = e.input_type(0).dtype;
+  const ir::Value erf = e.op("erf", {e.op("mul", {x, e.scalar(kInvSqrt2, t)})});
+  const ir::Value one_plus = e.op("add", {e.scalar(1, t), erf});
+  return {e.op("mul", {e.op("mul", {e.scalar(0.5, t), x}), one_plus})};
+}
+
 ir::OpBuilder declare(std::string name, const ir::ElementwiseMath& math,
                       double (*reference)(double), std::string doc, Trait extra = Trait::kNone,
                       double low = -2.0, double high = 2.0) {
@@ -96,27 +131,35 @@ const ir::OpRegistration kRsqrt = declare(
     "rsqrt", kRsqrtMath, [](double x) { return 1.0 / std::sqrt(x); }, "1 / sqrt(x)", Trait::kNone,
     0.1, 4.0);
 const ir::OpRegistration kSquare = declare(
-    "square", kSquareMath, [](double x) { return x * x; }, "x * x (expands to mul)",
-    Trait::kComposite);
+                                       "square", kSquareMath, [](double x) { return x * x; },
+                                       "x * x (expands to mul)", Trait::kComposite)
+                                       .expander(expand_square);
 const ir::OpRegistration kRelu = declare(
     "relu", kReluMath, [](double x) { return x > 0 ? x : 0.0; }, "max(x, 0)");
-const ir::OpRegistration kSigmoid = declare(
-    "sigmoid", kSigmoidMath, [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
-    "1 / (1 + exp(-x)) (expands to neg, exp, add, div)", Trait::kComposite);
+const ir::OpRegistration kSigmoid =
+    declare(
+        "sigmoid", kSigmoidMath, [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
+        "1 / (1 + exp(-x)) (expands to neg, exp, add, div)", Trait::kComposite)
+        .expander(expand_sigmoid);
 const ir::OpRegistration kTanh = declare(
     "tanh", kTanhMath, [](double x) { return std::tanh(x); }, "hyperbolic tangent");
 const ir::OpRegistration kErf = declare(
     "erf", kErfMath, [](double x) { return std::erf(x); }, "Gauss error function");
-const ir::OpRegistration kGeluTanh = declare(
-    "gelu_tanh", kGeluTanhMath,
-    [](double x) {
-      return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
-    },
-    "GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))", Trait::kComposite);
-const ir::OpRegistration kGeluErf = declare(
-    "gelu_erf", kGeluErfMath,
-    [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); },
-    "GELU, exact form: 0.5 x (1 + erf(x / sqrt 2))", Trait::kComposite);
+const ir::OpRegistration kGeluTanh =
+    declare(
+        "gelu_tanh", kGeluTanhMath,
+        [](double x) {
+          return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + kGeluCubic * x * x * x)));
+        },
+        "GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+        Trait::kComposite)
+        .expander(expand_gelu_tanh);
+const ir::OpRegistration kGeluErf =
+    declare(
+        "gelu_erf", kGeluErfMath,
+        [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); },
+        "GELU, exact form: 0.5 x (1 + erf(x / sqrt 2))", Trait::kComposite)
+        .expander(expand_gelu_erf);
 
 }  // namespace
 }  // namespace mf::runtime::ops

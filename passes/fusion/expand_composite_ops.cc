@@ -1,0 +1,93 @@
+// expand-composite-ops (opt_level 1): composite ops (Trait::kComposite with an expander declared
+// beside the op) become the basic ops their expander builds, so elementwise-fusion can cluster
+// them. By default an op expands only where its expansion reproduces its kernel bit for bit;
+// --enable_expand_ops=op expands it wherever the shapes allow (rounding may then differ within the
+// op's tolerance), --enable_expand_ops_only=a,b expands only those, --disable_expand_ops never.
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "passes/fusion/cluster.h"
+#include "passes/fusion/fusion_passes.h"
+
+namespace mf::passes {
+namespace {
+
+bool listed(const std::vector<std::string>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Promise: replaces each expanded node's outputs by its expansion and removes the node; ops it
+// does not expand stay whole and are reported with the reason.
+class ExpandCompositeOps final : public Pass {
+ public:
+  explicit ExpandCompositeOps(CompileOptions options) : options_(std::move(options)) {
+    const FusionOptions& f = options_.fusion;
+    fusion::check_op_list(f.enable_expand_ops, "--enable_expand_ops", true);
+    fusion::check_op_list(f.enable_expand_ops_only, "--enable_expand_ops_only", true);
+    fusion::check_op_list(f.disable_expand_ops, "--disable_expand_ops", true);
+  }
+
+  std::string_view name() const override { return "expand-composite-ops"; }
+
+  bool run(ir::Graph& graph) override {
+    fusion::FusionReport report(std::string(name()), options_);
+    bool changed = false;
+    for (ir::Graph* g : fusion::graphs_to_fuse(graph)) changed |= expand_in(*g, report);
+    report.write();
+    return changed;
+  }
+
+ private:
+  bool expand_in(ir::Graph& graph, fusion::FusionReport& report) {
+    const FusionOptions& f = options_.fusion;
+    std::vector<ir::Node*> nodes;
+    for (ir::Node& node : graph.nodes()) {
+      if (node.def() != nullptr && node.def()->has(ir::Trait::kComposite) && node.def()->expander) {
+        nodes.push_back(&node);
+      }
+    }
+    bool changed = false;
+    for (ir::Node* node : nodes) {
+      const std::string& op = node->op();
+      const std::string who = fusion::node_name(*node);
+      if (listed(f.disable_expand_ops, op)) {
+        report.rejected({graph.name(), who, "", "disabled by --disable_expand_ops=" + op});
+        continue;
+      }
+      if (!f.enable_expand_ops_only.empty() && !listed(f.enable_expand_ops_only, op)) {
+        report.rejected({graph.name(), who, "", "not in --enable_expand_ops_only"});
+        continue;
+      }
+      const bool forced = listed(f.enable_expand_ops, op) || listed(f.enable_expand_ops_only, op);
+      const size_t before = graph.num_nodes();
+      const std::vector<ir::Value> values = node->def()->expander(graph, *node, !forced);
+      if (values.empty()) {
+        report.rejected(
+            {graph.name(), who, "",
+             forced ? "its expansion does not apply to " + ir::type_to_string(node->input(0).type())
+                    : "its expansion would not reproduce the kernel bit for bit on " +
+                          ir::type_to_string(node->input(0).type()) +
+                          " (name it in --enable_expand_ops to expand anyway)"});
+        continue;
+      }
+      const size_t added = graph.num_nodes() - before;
+      for (size_t k = 0; k < values.size(); ++k) graph.replace_all_uses(node->output(k), values[k]);
+      graph.erase_node(node);
+      report.note(detail::str_cat("expanded ", who, " into ", added, " basic ops",
+                                  forced ? " (by request; rounding may differ)" : " (bit-exact)"));
+      changed = true;
+    }
+    return changed;
+  }
+
+  CompileOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_expand_composite_ops(const CompileOptions& options) {
+  return std::make_unique<ExpandCompositeOps>(options);
+}
+
+}  // namespace mf::passes

@@ -1,0 +1,48 @@
+// stitch-fusion (opt_level 3, or --enable_stitch_fusion below it): a reduction whose result is
+// broadcast back over the same rows joins the elementwise ops that read it, so softmax and
+// layer_norm become one kernel that reads each row once per reduction and once for the output.
+// Runs before elementwise-fusion, which takes whatever does not stitch.
+
+#include "passes/fusion/cluster.h"
+#include "passes/fusion/fusion_passes.h"
+
+namespace mf::passes {
+namespace {
+
+// Promise: only builds kernels that stitch at least one reduction; bit for bit as unfused.
+class StitchFusion final : public Pass {
+ public:
+  explicit StitchFusion(CompileOptions options) : options_(std::move(options)) {}
+
+  std::string_view name() const override { return "stitch-fusion"; }
+
+  bool run(ir::Graph& graph) override {
+    fusion::FusionReport report(std::string(name()), options_);
+    fusion::ClusterRules rules;
+    rules.rule = "stitched rows (reduce -> broadcast -> elementwise)";
+    rules.level = 3;
+    rules.current_level = options_.fusion_level;
+    rules.multi_output = options_.fusion_level >= 2;
+    rules.stitch = true;
+    rules.require_stitch = true;
+    rules.recompute = options_.fusion.recompute;
+    rules.limit = options_.fusion.composite_op_limit_size;
+    rules.reduce_fuse_depth = options_.fusion.reduce_fuse_depth;
+    fusion::Clusterer clusterer(rules, options_.fusion, report);
+    bool changed = false;
+    for (ir::Graph* g : fusion::graphs_to_fuse(graph)) changed |= clusterer.run(*g);
+    report.write();
+    return changed;
+  }
+
+ private:
+  CompileOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_stitch_fusion(const CompileOptions& options) {
+  return std::make_unique<StitchFusion>(options);
+}
+
+}  // namespace mf::passes

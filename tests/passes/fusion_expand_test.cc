@@ -1,0 +1,86 @@
+// expand-composite-ops on IR text: each composite op becomes the basic ops its expander declares;
+// the default expansion only where bit-exact; --enable_expand_ops forces, --disable_expand_ops and
+// --enable_expand_ops_only restrict.
+
+#include "tests/passes/fusion_test_util.h"
+
+namespace mf::passes {
+namespace {
+
+using testing::expand;
+using testing::fusion_options;
+
+TEST(ExpandCompositeOpsTest, SigmoidAndSquareExpandToBasicOps) {
+  auto r = testing::run_pass(*make_expand_composite_ops(fusion_options(1)), R"(
+subgraph @main(%para1_x: f32(3)) {
+  %0 = sigmoid(%para1_x) : (f32(3)) -> (f32(3))
+  %1 = square(%0) : (f32(3)) -> (f32(3))
+  Return(%1)
+}
+)");
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(r.text, expand(R"(
+subgraph @main(%para1_x: f32(3)) {
+  %const1 = Constant <Tensor[Float32], ()> [1]
+  %const2 = Constant <Tensor[Float32], ()> [1]
+  %0 = neg(%para1_x) : (f32(3)) -> (f32(3))
+  %1 = exp(%0) : (f32(3)) -> (f32(3))
+  %2 = add(%const2, %1) : (f32(), f32(3)) -> (f32(3))
+  %3 = div(%const1, %2) : (f32(), f32(3)) -> (f32(3))
+  %4 = mul(%3, %3) : (f32(3), f32(3)) -> (f32(3))
+  Return(%4)
+}
+)")) << r.text;
+}
+
+constexpr const char* kSoftmaxOdd = R"(
+subgraph @main(%para1_x: f32(4, 10)) {
+  %0 = softmax(%para1_x) {axis: -1} : (f32(4, 10)) -> (f32(4, 10))
+  Return(%0)
+}
+)";
+
+TEST(ExpandCompositeOpsTest, SoftmaxExpandsOnlyWhereBitExactUnlessAsked) {
+  auto r = testing::run_pass(*make_expand_composite_ops(fusion_options(1)), kSoftmaxOdd);
+  EXPECT_FALSE(r.changed) << "rows of 10 are not whole SIMD vectors: the kernel rounds differently";
+  CompileOptions options = fusion_options(1);
+  options.fusion.enable_expand_ops = {"softmax"};
+  r = testing::run_pass(*make_expand_composite_ops(options), kSoftmaxOdd);
+  EXPECT_TRUE(r.changed);
+  EXPECT_NE(r.text.find("reduce_max("), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("reduce_sum("), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("softmax("), std::string::npos) << r.text;
+}
+
+TEST(ExpandCompositeOpsTest, DisableAndOnlyLists) {
+  const char* text = R"(
+subgraph @main(%para1_x: f32(3)) {
+  %0 = sigmoid(%para1_x) : (f32(3)) -> (f32(3))
+  %1 = gelu_erf(%0) : (f32(3)) -> (f32(3))
+  Return(%1)
+}
+)";
+  CompileOptions options = fusion_options(1);
+  options.fusion.disable_expand_ops = {"sigmoid"};
+  auto r = testing::run_pass(*make_expand_composite_ops(options), text);
+  EXPECT_NE(r.text.find("sigmoid("), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("gelu_erf("), std::string::npos) << r.text;
+  options = fusion_options(1);
+  options.fusion.enable_expand_ops_only = {"gelu_erf"};
+  r = testing::run_pass(*make_expand_composite_ops(options), text);
+  EXPECT_NE(r.text.find("sigmoid("), std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("erf("), std::string::npos) << r.text;
+  options = fusion_options(1);
+  options.fusion.enable_expand_ops = {"relu"};
+  try {
+    make_expand_composite_ops(options);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--enable_expand_ops=relu: op 'relu' has no expander"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mf::passes

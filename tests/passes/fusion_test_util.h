@@ -1,0 +1,22 @@
+#pragma once
+// Fusion pass tests: run one fusion pass at a given opt_level on IR text and print the result
+// (the main graph, then the fused bodies).
+
+#include <string>
+
+#include "base/error.h"
+#include "passes/compile_options.h"
+#include "passes/fusion/fusion_passes.h"
+#include "tests/passes/pass_test_util.h"
+
+namespace mf::passes::testing {
+
+inline CompileOptions fusion_options(int level) {
+  CompileOptions options;
+  options.fusion_level = level;
+  options.fusion.stitch = level >= 3;
+  options.fusion.parallel = level >= 3;
+  return options;
+}
+
+}  // namespace mf::passes::testing

@@ -56,22 +56,24 @@ bool overlaps(const runtime::Slot& a, const runtime::Slot& b) {
   return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
 }
 
-TEST(PlanMemory, O0GivesEveryIntermediateAPooledBufferReleasedAtLastUse) {
+TEST(PlanMemory, O0GivesEveryIntermediateItsOwnPooledBufferForTheWholeRun) {
   auto g = chain_graph();
   const Plan p = plan(*g, MemoryLevel::kO0);
   ASSERT_EQ(p.steps.size(), 6u);
   EXPECT_EQ(p.arena_bytes, 0u);
   for (const auto& slot : p.slots) EXPECT_NE(slot.kind, SlotKind::kArena);
-  // Each step's input 0 (an intermediate from step 1 on) is released right there.
-  for (size_t s = 1; s < p.steps.size(); ++s) {
-    EXPECT_EQ(p.steps[s].release_after, std::vector<int>{p.steps[s].inputs[0]}) << s;
-  }
+  // Nothing is released before the run ends; then every intermediate goes back to the pool.
+  for (size_t s = 0; s + 1 < p.steps.size(); ++s)
+    EXPECT_TRUE(p.steps[s].release_after.empty()) << s;
+  std::vector<int> intermediates;
+  for (size_t s = 0; s + 1 < p.steps.size(); ++s) intermediates.push_back(p.steps[s].outputs[0]);
+  EXPECT_EQ(p.steps.back().release_after, intermediates);
   const auto& out = p.slots[p.outputs[0]];
   EXPECT_EQ(out.kind, SlotKind::kPooled);
   EXPECT_TRUE(out.is_output);
   EXPECT_EQ(p.slots[p.parameters[0]].kind, SlotKind::kParameter);
-  // Two 16 KiB tensors alive at once, plus nothing else.
-  EXPECT_EQ(p.planned_peak_bytes, 2 * kTensorBytes);
+  // All five 16 KiB intermediates alive at the end, plus the 64-byte pooled scalar output.
+  EXPECT_EQ(p.planned_peak_bytes, 5 * kTensorBytes + 64);
 }
 
 TEST(PlanMemory, O1PeakIsLowerThanO0OnAChain) {

@@ -198,9 +198,13 @@ class PlanRun {
           }
         });
       };
+      // Collect the roots before launching any: once a root runs, it may bring a later step's count
+      // to zero and launch it, and a scan still going would launch that step a second time.
+      std::vector<int> roots;
       for (size_t s = 0; s < n; ++s) {
-        if (pending[s].load() == 0) launch(static_cast<int>(s));
+        if (plan_.steps[s].depends_on.empty()) roots.push_back(static_cast<int>(s));
       }
+      for (int s : roots) launch(s);
       group.wait();
     });
     if (error) std::rethrow_exception(error);

@@ -100,6 +100,20 @@ class GraphExecutorTest : public ::testing::Test {
   int prints_ = 0;
 };
 
+// Regression: the scheduler used to scan for roots while launched roots were already releasing
+// their successors, so a step could run twice (seen as an extra print under load).
+TEST_F(GraphExecutorTest, InterOpParallelRunsEveryStepExactlyOnce) {
+  auto g = mlp_graph();
+  std::vector<TensorArg> inputs = {random_arg(f32({8, 16}), 1), random_arg(f32({16, 32}), 2),
+                                   random_arg(f32({32, 4}), 3)};
+  RunOptions parallel;
+  parallel.inter_op_parallelism = 2;
+  auto executor = make_kernel_executor(plan_of(*g, passes::MemoryLevel::kO1));
+  constexpr int kRuns = 300;
+  for (int i = 0; i < kRuns; ++i) executor->run(inputs, parallel);
+  EXPECT_EQ(prints_, kRuns);
+}
+
 TEST_F(GraphExecutorTest, AllExecutorsAgreeBitForBit) {
   auto g = mlp_graph();
   std::vector<TensorArg> inputs = {random_arg(f32({8, 16}), 1), random_arg(f32({16, 32}), 2),

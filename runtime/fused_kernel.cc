@@ -82,16 +82,23 @@ class Scratch {
     offsets_.push_back(total_);
     total_ += (bytes + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
   }
+  // One buffer per thread, grown as needed and kept: a chunk's scratch is often beyond malloc's
+  // mmap threshold, and mapping fresh pages for every chunk would cost more than the math.
+  // A chunk never runs another chunk on its thread before it ends, so one buffer per thread does.
   void allocate() {
-    storage_.reset(new char[total_ + kBufferAlign]);
-    base_ = static_cast<char*>(align_up(storage_.get()));
+    thread_local std::unique_ptr<char[]> storage;
+    thread_local size_t capacity = 0;
+    if (capacity < total_ + kBufferAlign) {
+      capacity = total_ + kBufferAlign;
+      storage.reset(new char[capacity]);
+    }
+    base_ = static_cast<char*>(align_up(storage.get()));
   }
   char* at(size_t i) const { return base_ + offsets_[i]; }
 
  private:
   std::vector<size_t> offsets_;
   size_t total_ = 0;
-  std::unique_ptr<char[]> storage_;
   char* base_ = nullptr;
 };
 

@@ -61,6 +61,7 @@ class ExpandCompositeOps final : public Pass {
       }
       const bool forced = listed(f.enable_expand_ops, op) || listed(f.enable_expand_ops_only, op);
       const size_t before = graph.num_nodes();
+      const int64_t first_new = next_id(graph);
       const std::vector<ir::Value> values = node->def()->expander(graph, *node, !forced);
       if (values.empty()) {
         report.rejected(
@@ -72,6 +73,15 @@ class ExpandCompositeOps final : public Pass {
         continue;
       }
       const size_t added = graph.num_nodes() - before;
+      if (!stitch_ && has_reduction_since(graph, first_new)) {
+        // A row kernel (softmax, layer_norm) beats its expansion unless the reductions stitch
+        // back into one kernel: without stitching, keep it whole.
+        erase_since(graph, first_new);
+        report.rejected({graph.name(), who, "",
+                         "its expansion has reductions, which only pay off stitched (opt_level 3 "
+                         "or --enable_stitch_fusion); kept whole"});
+        continue;
+      }
       for (size_t k = 0; k < values.size(); ++k) graph.replace_all_uses(node->output(k), values[k]);
       graph.erase_node(node);
       report.note(detail::str_cat("expanded ", who, " into ", added, " basic ops",
@@ -81,7 +91,32 @@ class ExpandCompositeOps final : public Pass {
     return changed;
   }
 
+  // Node ids only grow: nodes an expander adds have ids from next_id() on.
+  static int64_t next_id(const ir::Graph& graph) {
+    int64_t id = 0;
+    for (const ir::Node& n : graph.nodes()) id = std::max(id, n.id() + 1);
+    return id;
+  }
+
+  static bool has_reduction_since(const ir::Graph& graph, int64_t first) {
+    for (const ir::Node& n : graph.nodes()) {
+      if (n.id() >= first && n.def()->has(ir::Trait::kReduce)) return true;
+    }
+    return false;
+  }
+
+  // Removes the nodes an expander added (nothing uses them yet), latest first.
+  static void erase_since(ir::Graph& graph, int64_t first) {
+    std::vector<ir::Node*> added;
+    for (ir::Node& n : graph.nodes()) {
+      if (n.id() >= first) added.push_back(&n);
+    }
+    for (auto it = added.rbegin(); it != added.rend(); ++it) graph.erase_node(*it);
+    graph.erase_unused_constants();
+  }
+
   CompileOptions options_;
+  bool stitch_ = options_.fusion_level >= 3 || options_.fusion.stitch;
 };
 
 }  // namespace

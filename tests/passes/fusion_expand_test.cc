@@ -46,6 +46,10 @@ TEST(ExpandCompositeOpsTest, SoftmaxExpandsOnlyWhereBitExactUnlessAsked) {
   CompileOptions options = fusion_options(1);
   options.fusion.enable_expand_ops = {"softmax"};
   r = testing::run_pass(*make_expand_composite_ops(options), kSoftmaxOdd);
+  EXPECT_FALSE(r.changed) << "without stitching the row kernel beats its expansion";
+  options = fusion_options(3);
+  options.fusion.enable_expand_ops = {"softmax"};
+  r = testing::run_pass(*make_expand_composite_ops(options), kSoftmaxOdd);
   EXPECT_TRUE(r.changed);
   EXPECT_NE(r.text.find("reduce_max("), std::string::npos) << r.text;
   EXPECT_NE(r.text.find("reduce_sum("), std::string::npos) << r.text;

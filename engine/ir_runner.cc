@@ -91,7 +91,8 @@ std::vector<Tensor> IrRunner::interpret(const ir::Graph& graph, const std::vecto
     for (const ir::Value& v : node->inputs()) in.push_back(values.at(v));
     std::vector<Tensor> outs;
     try {
-      if (node->op() == "call") {
+      if (node->op() == "call" || (node->def() != nullptr && node->def()->has(ir::Trait::kFused))) {
+        // A fused kernel's body is ordinary ops: op by op, it runs like a call.
         outs = interpret(subgraph(*node, "graph"), in, depth + 1, max_depth);
       } else if (node->op() == "cond") {
         const std::vector<Tensor> branch_args(in.begin() + 1, in.end());

@@ -141,7 +141,9 @@ class Planner {
         slot_of_[ir::Value(node, k)] = id;
         step.outputs.push_back(id);
       }
-      if (node->def()->has(ir::Trait::kControlFlow)) {
+      // A fused kernel's body is evaluated by the kernel itself, in tiles: it needs no plan of its
+      // own.
+      if (node->def()->has(ir::Trait::kControlFlow) && !node->def()->has(ir::Trait::kFused)) {
         for (const std::string& name : subgraph_names(*node)) {
           step.subplans.push_back(subplan(graph, *node, name));
         }
@@ -339,7 +341,9 @@ class Planner {
         if (producer_[i] != kNoStep) deps.insert(producer_[i]);
       }
       const ir::OpDef& def = *step.node->def();
-      if (def.has(ir::Trait::kSideEffect) || def.has(ir::Trait::kControlFlow)) {
+      const bool ordered = def.has(ir::Trait::kSideEffect) ||
+                           (def.has(ir::Trait::kControlFlow) && !def.has(ir::Trait::kFused));
+      if (ordered) {
         if (last_effect != kNoStep) deps.insert(last_effect);
         last_effect = si;
       }

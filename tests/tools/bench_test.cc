@@ -1,8 +1,10 @@
 // mf bench through the binary: the JSON report's fields and hardware figures, the SVG chart (well
 // formed, one bar per cell), and bad arguments (exit 1 with an "error: ..." line).
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
+#include "mf_cli.h"
 
 #include <cctype>
 #include <cstdlib>
@@ -16,37 +18,15 @@
 
 namespace {
 
-struct MfRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using mf::testing::MfRun;
+using mf::testing::run_mf;
+using mf::testing::slurp;
 
 std::filesystem::path scratch_dir() {
   const auto dir =
       std::filesystem::temp_directory_path() / ("mf_bench_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir;
-}
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-MfRun run_mf(const std::string& args) {
-  const auto out = scratch_dir() / "out.txt";
-  const auto err = scratch_dir() / "err.txt";
-  const std::string command =
-      std::string(MF_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(command.c_str());
-  MfRun run;
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = slurp(out);
-  run.err = slurp(err);
-  return run;
 }
 
 // Small probes keep the suite quick; the figures stay real measurements.

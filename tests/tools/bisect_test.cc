@@ -1,8 +1,10 @@
 // mf bisect: on a correct engine nothing diverges; a deliberately broken rewrite, injected through
 // the test-only CompileOptions::extra_passes hook, is named as the first divergence.
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
+#include "mf_cli.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -20,34 +22,8 @@
 namespace mf {
 namespace {
 
-struct MfRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-MfRun run_mf(const std::string& args) {
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("mf_bisect_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const auto out = dir / "out.txt";
-  const auto err = dir / "err.txt";
-  const std::string command =
-      std::string(MF_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int status = std::system(command.c_str());
-  MfRun run;
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  run.out = slurp(out);
-  run.err = slurp(err);
-  return run;
-}
+using testing::MfRun;
+using testing::run_mf;
 
 // A "simplification" that is wrong: it adds 1 to the graph's first output.
 class OffByOne final : public passes::Pass {

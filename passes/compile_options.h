@@ -1,6 +1,6 @@
 #pragma once
-// Typed compile options: what the engine derives from the context Policy and hands to the pass pipeline.
-// Nothing below the engine reads context keys; a pass sees only these fields.
+// Typed compile options: what the engine derives from the context Policy and hands to the pass
+// pipeline. Nothing below the engine reads context keys; a pass sees only these fields.
 
 #include <cstdint>
 #include <filesystem>
@@ -16,12 +16,15 @@ class Pass;
 using PassFactory = std::function<std::unique_ptr<Pass>()>;
 
 enum class JitLevel : uint8_t { kO0, kO1, kO2 };
-enum class MemoryLevel : uint8_t { kO0, kO1 };  // O0: a pooled buffer per tensor; O1: planned offsets with reuse
+enum class MemoryLevel : uint8_t {
+  kO0,
+  kO1
+};  // O0: a pooled buffer per tensor; O1: planned offsets with reuse
 
 struct DumpOptions {
-  int level = 0;               // save_graphs 0..3
-  std::filesystem::path dir;   // created when missing; already includes rank_<id>/ when needed
-  std::string prefix;          // prepended to file names, e.g. the network's name ("mlp")
+  int level = 0;              // save_graphs 0..3
+  std::filesystem::path dir;  // created when missing; already includes rank_<id>/ when needed
+  std::string prefix;         // prepended to file names, e.g. the network's name ("mlp")
 };
 
 // Graph-kernel fusion settings, typed from the graph_kernel_flags the Policy parsed (the level
@@ -43,21 +46,22 @@ struct FusionOptions {
 
 struct CompileOptions {
   JitLevel jit_level = JitLevel::kO0;
-  int fusion_level = 0;             // graph-kernel opt_level 0..3
-  FusionOptions fusion;             // the graph_kernel_flags that shape fusion
+  int fusion_level = 0;                     // graph-kernel opt_level 0..3
+  FusionOptions fusion;                     // the graph_kernel_flags that shape fusion
   std::vector<std::string> enable_passes;   // --enable_pass= of graph_kernel_flags
   std::vector<std::string> disable_passes;  // --disable_pass=
-  bool verify_every_pass = false;   // debug_level=DEBUG: verify after every pass, not only after changes
+  bool verify_every_pass =
+      false;  // debug_level=DEBUG: verify after every pass, not only after changes
   MemoryLevel memory_level = MemoryLevel::kO0;
-  bool memory_reuse = true;         // env_config_path's sys.mem_Reuse; false disables reuse at O1
+  bool memory_reuse = true;  // env_config_path's sys.mem_Reuse; false disables reuse at O1
   bool deterministic = false;
   DumpOptions dump;
   // `mf bisect`: run only the first N pass runs in pipeline order (front end, then back end; every
   // round of a fixed-point group counts), then skip every later pass except those execution needs
   // (select-kernels). Memory planning always runs, so the cut graph still executes. Empty: all.
   std::optional<size_t> stop_after_pass;
-  // Test-only hook (bisect tests inject a deliberately broken rewrite): passes appended to the front
-  // end after the table's passes. Never derived from the context; not part of any cache key.
+  // Test-only hook (bisect tests inject a deliberately broken rewrite): passes appended to the
+  // front end after the table's passes. Never derived from the context; not part of any cache key.
   std::vector<PassFactory> extra_passes;
 };
 

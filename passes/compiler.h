@@ -1,7 +1,7 @@
 #pragma once
-// The compile entry point: runs the pass pipeline that the options select (passes/pipelines.cc holds
-// the table), dumping between passes as save_graphs asks, then plans memory and returns the optimized
-// graph with its runtime::Plan.
+// The compile entry point: runs the pass pipeline that the options select (passes/pipelines.cc
+// holds the table), dumping between passes as save_graphs asks, then plans memory and returns the
+// optimized graph with its runtime::Plan.
 
 #include <filesystem>
 #include <memory>
@@ -16,10 +16,10 @@ namespace mf::passes {
 
 // What one pass did, for logs, dumps (save_graphs >= 2) and `mf run` reports.
 struct PassRecord {
-  std::string name;      // "constant-folding"
+  std::string name;  // "constant-folding"
   bool changed = false;
   double millis = 0;
-  std::string summary;   // "2 nodes removed, 1 rewritten"
+  std::string summary;  // "2 nodes removed, 1 rewritten"
 };
 
 struct CompiledGraph {

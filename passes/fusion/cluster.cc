@@ -505,4 +505,24 @@ bool Clusterer::run(ir::Graph& graph) {
   return changed;
 }
 
+ClusterRules cluster_rules_from(const CompileOptions& options) {
+  ClusterRules rules;
+  rules.current_level = options.fusion_level;
+  rules.multi_output = options.fusion_level >= 2;
+  rules.recompute = options.fusion.recompute;
+  rules.limit = options.fusion.composite_op_limit_size;
+  rules.reduce_fuse_depth = options.fusion.reduce_fuse_depth;
+  return rules;
+}
+
+bool run_clustering(ir::Graph& graph, std::string_view pass_name, const ClusterRules& rules,
+                    const CompileOptions& options) {
+  FusionReport report(std::string(pass_name), options);
+  Clusterer clusterer(rules, options.fusion, report);
+  bool changed = false;
+  for (ir::Graph* g : graphs_to_fuse(graph)) changed |= clusterer.run(*g);
+  report.write();
+  return changed;
+}
+
 }  // namespace mf::passes::fusion

@@ -42,6 +42,16 @@ struct ClusterRules {
   std::optional<int> reduce_fuse_depth;
 };
 
+// Rules with the settings every clustering pass takes from the options (current level, multiple
+// outputs from opt_level 2, recompute, composite_op_limit_size, reduce_fuse_depth); the caller adds
+// its own rule name, enabling level and stitch switches.
+ClusterRules cluster_rules_from(const CompileOptions& options);
+
+// Runs a Clusterer with `rules` over the graph and its subgraphs, writing the pass's fusion report.
+// True iff anything was fused.
+bool run_clustering(ir::Graph& graph, std::string_view pass_name, const ClusterRules& rules,
+                    const CompileOptions& options);
+
 // Grows clusters over each graph in reverse topological order and replaces each by a fused node.
 // Promise: never creates a cycle, never exceeds the limit, and only builds bodies the fused-kernel
 // evaluator accepts; every refused producer is reported with its reason.

@@ -23,20 +23,10 @@ class ElementwiseFusion final : public Pass {
   std::string_view name() const override { return "elementwise-fusion"; }
 
   bool run(ir::Graph& graph) override {
-    fusion::FusionReport report(std::string(name()), options_);
-    fusion::ClusterRules rules;
+    fusion::ClusterRules rules = fusion::cluster_rules_from(options_);
     rules.rule = "elementwise chain";
     rules.level = options_.fusion_level >= 2 ? 2 : 1;
-    rules.current_level = options_.fusion_level;
-    rules.multi_output = options_.fusion_level >= 2;
-    rules.recompute = options_.fusion.recompute;
-    rules.limit = options_.fusion.composite_op_limit_size;
-    rules.reduce_fuse_depth = options_.fusion.reduce_fuse_depth;
-    fusion::Clusterer clusterer(rules, options_.fusion, report);
-    bool changed = false;
-    for (ir::Graph* g : fusion::graphs_to_fuse(graph)) changed |= clusterer.run(*g);
-    report.write();
-    return changed;
+    return fusion::run_clustering(graph, name(), rules, options_);
   }
 
  private:

@@ -2,6 +2,10 @@
 // Engine tests start from the default context and leave no pending asynchronous error behind.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
 
 #include "context/context.h"
 #include "context/parallel_context.h"
@@ -22,6 +26,22 @@ class EngineTest : public ::testing::Test {
   static void reset_all() {
     context::reset();
     context::reset_auto_parallel_context();
+  }
+};
+
+// An EngineTest with a fresh scratch directory, dir_, removed afterwards.
+class EngineTestWithDir : public EngineTest {
+ protected:
+  std::filesystem::path dir_ =
+      std::filesystem::temp_directory_path() / ("mf_engine_test_" + std::to_string(::getpid()));
+  void SetUp() override {
+    EngineTest::SetUp();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    EngineTest::TearDown();  // syncs first: no queued op may still write into dir_
+    std::filesystem::remove_all(dir_);
   }
 };
 

@@ -20,18 +20,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class GraphRuntimeOptionsTest : public testing::EngineTest {
+class GraphRuntimeOptionsTest : public testing::EngineTestWithDir {
  protected:
-  fs::path dir_ = fs::temp_directory_path() / ("mf_graph_options_" + std::to_string(::getpid()));
-  void SetUp() override {
-    EngineTest::SetUp();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    EngineTest::TearDown();
-    fs::remove_all(dir_);
-  }
   fs::path write_env_config(const std::string& json) {
     const fs::path file = dir_ / "env_config.json";
     std::ofstream(file) << json;

@@ -16,20 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class PrintFileTest : public testing::EngineTest {
- protected:
-  fs::path dir_ = fs::temp_directory_path() / ("mf_print_test_" + std::to_string(::getpid()));
-  void SetUp() override {
-    EngineTest::SetUp();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    EngineTest::TearDown();
-    ops::sync();
-    fs::remove_all(dir_);
-  }
-};
+using PrintFileTest = testing::EngineTestWithDir;
 
 TEST_F(PrintFileTest, PrintsRoundTripThroughTheFile) {
   const fs::path file = dir_ / "print.pb";

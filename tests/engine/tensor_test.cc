@@ -13,18 +13,7 @@ namespace {
 using testing::EngineTest;
 namespace fs = std::filesystem;
 
-class TensorTest : public EngineTest {
- protected:
-  fs::path dir_ = fs::temp_directory_path() / ("mf_tensor_test_" + std::to_string(::getpid()));
-  void SetUp() override {
-    EngineTest::SetUp();
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    fs::remove_all(dir_);
-    EngineTest::TearDown();
-  }
-};
+using TensorTest = testing::EngineTestWithDir;
 
 TEST_F(TensorTest, CreationHelpersFillAsAsked) {
   EXPECT_EQ(Tensor::zeros({2, 3}).to_vector<float>(), std::vector<float>(6, 0.0f));

@@ -87,18 +87,19 @@ using KernelFn = std::function<void(const KernelContext&)>;
 using InferFn =
     std::function<std::vector<TensorType>(std::span<const TensorType> inputs, const Attrs& attrs)>;
 
-// The math of an elementwise op over n contiguous elements of same-shaped operands, one per dtype
-// (nullptr where the dtype is unsupported). The plain kernel and the fused-kernel evaluator both
-// call these, so fused and unfused results agree bit for bit.
-using TileFn = void (*)(const void* const* inputs, void* output, int64_t n);
+// The math of an elementwise op over n contiguous elements, one per dtype (nullptr where the dtype
+// is unsupported). inputs[k] points to n elements, or, when bit k of `scalars` is set, to one
+// element standing for n copies of it (a constant, or a row's reduced value): no buffer of copies
+// is written or read. The plain kernel and the fused-kernel evaluator both call these, so fused and
+// unfused results agree bit for bit.
+using TileFn = void (*)(const void* const* inputs, uint32_t scalars, void* output, int64_t n);
 struct ElementwiseMath {
   std::array<TileFn, std::size(kAllDTypes)> by_dtype{};
   TileFn for_dtype(DType dtype) const { return by_dtype[static_cast<size_t>(dtype)]; }
 };
 
-// The math of a reduction over one contiguous row, per dtype: *out = reduce(row[0..n)). The plain
-// reduce kernel and the fused-kernel evaluator both call it on rows at the same address alignment,
-// so a reduction at the tail of a fused kernel sums in the same order as the plain kernel.
+// The math of a reduction over one contiguous row, per dtype: *out = reduce(row[0..n)), in an
+// order fixed by n alone, so a reduction at the tail of a fused kernel sums as the plain kernel.
 using RowReduceFn = void (*)(const void* row, int64_t n, void* out);
 struct ReduceMath {
   std::array<RowReduceFn, std::size(kAllDTypes)> by_dtype{};

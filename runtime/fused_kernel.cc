@@ -16,13 +16,16 @@ namespace {
 
 using ir::Trait;
 
-// Elements per tile: a dozen intermediates of a tile fit in L1/L2.
-constexpr int64_t kTile = 2048;
+// Elements per tile: the intermediates of a tile (a few buffers of 4-8 KiB) stay in L1.
+constexpr int64_t kTile = 1024;
+// Rows at least this long split tiles at their ends (per-row values then need no buffer).
+constexpr int64_t kMinRowTile = 256;
 // Elements per parallel chunk, as the plain elementwise kernel uses.
 constexpr int64_t kChunkElements = 32768;
-// Chunks and tiles start at multiples of this many elements: a multiple of every SIMD width, so
-// Eigen splits each tile into the same vector and scalar parts as the plain kernel splits the
-// whole tensor.
+// Elements per chunk of a kernel with reductions: rows whose stage buffers stay in L1/L2.
+constexpr int64_t kStitchChunkElements = 8192;
+// Chunks and tiles start at multiples of this many elements (a multiple of every SIMD width), so
+// tiles of full-shape inputs start at aligned addresses: speed only, results do not depend on it.
 constexpr int64_t kAlignElements = 16;
 constexpr size_t kBufferAlign = 64;
 constexpr size_t kMaxElem = 8;
@@ -57,7 +60,6 @@ struct ValueInfo {
   ops::StridedView view;      // kParam/kConst broadcast to the iteration shape
   ops::StridedView row_view;  // kParam/kConst broadcast to the row shape
   bool row_ok = false;        // kParam/kConst: one value per row (or a scalar)
-  int scalar_buffer = -1;     // scalar kParam/kConst: its prefilled tile
 };
 
 struct OpInfo {
@@ -144,10 +146,8 @@ struct FusedKernel::Impl {
   std::vector<int> output_owner;  // per body output: the output another copy is written from
   int chunk_buffers = 0;
   std::vector<size_t> chunk_elem;  // element size of each chunk buffer
-  bool row_ops = false;
   int tile_slots = 0;
   int row_buffers = 0;
-  int scalar_buffers = 0;
   size_t max_arity = 0;
 
   // Throws InvalidArgument with the reason when the body cannot be evaluated.
@@ -239,14 +239,14 @@ struct FusedKernel::Impl {
     classify_inputs();
     assign_stages(body);
     assign_homes();
-    // Chunk starts: a multiple of 16 elements (r0 * C), and of 16 rows when per-row ops run
-    // over the chunk's rows (their tiles then split as the plain kernel splits the row tensor).
-    for (const OpInfo& op : ops) row_ops = row_ops || op.kind == Kind::kRow;
-    int64_t row_align = kAlignElements / std::gcd(cols, kAlignElements);
-    if (row_ops) row_align = kAlignElements;
-    rows_per_chunk = reduces == 0
-                         ? kChunkElements
-                         : round_up(std::max<int64_t>(1, kChunkElements / cols), row_align);
+    // Chunk starts: a multiple of 16 elements (r0 * C) where that costs little, so tiles of
+    // full-shape operands start aligned. With reductions a chunk is a few rows: its buffers
+    // (values read by a reduce or a later stage) then stay in L1/L2 between the stages.
+    const int64_t row_align = kAlignElements / std::gcd(cols, kAlignElements);
+    const int64_t rows_wanted = std::max<int64_t>(1, kStitchChunkElements / cols);
+    rows_per_chunk = reduces == 0               ? kChunkElements
+                     : row_align <= rows_wanted ? round_up(rows_wanted, row_align)
+                                                : rows_wanted;
   }
 
   // R x C: the reductions reduce the same trailing axes (size-1 axes aside) of `shape`.
@@ -427,12 +427,6 @@ struct FusedKernel::Impl {
       // After op p has run, the slots it read for the last time are free again.
       for (int slot : releases[p]) free_slots.push_back(slot);
     }
-    // Scalar inputs: one prefilled tile each.
-    for (ValueInfo& v : values) {
-      if ((v.kind == Kind::kParam || v.kind == Kind::kConst) && v.scalar && !v.full) {
-        v.scalar_buffer = scalar_buffers++;
-      }
-    }
   }
 
   // ---- running ----
@@ -441,7 +435,7 @@ struct FusedKernel::Impl {
     const ir::KernelContext& ctx;
     int64_t r0, r1, e0, e1;
     Scratch scratch;
-    size_t chunk0 = 0, tile0 = 0, row0 = 0, scalar0 = 0, gather0 = 0, rowgather0 = 0;
+    size_t chunk0 = 0, tile0 = 0, row0 = 0, gather0 = 0, rowgather0 = 0;
   };
 
   const void* input_data(const ValueInfo& v, const ir::KernelContext& ctx) const {
@@ -465,15 +459,22 @@ struct FusedKernel::Impl {
     MF_FAIL(Internal, "fused kernel: value has no home");
   }
 
-  // Operand `v` of a tile [t0, t0 + len) of the iteration space.
-  const void* tile_operand(int id, Run& run, int64_t t0, int64_t len, size_t k) const {
+  // Operand `v` of a tile [t0, t0 + len) of the iteration space. Sets `*scalar` when the pointer
+  // is to one value standing for the whole tile (a scalar input, or a per-row value of a tile
+  // within one row): the tile math then broadcasts it without a buffer.
+  const void* tile_operand(int id, Run& run, int64_t t0, int64_t len, size_t k,
+                           bool* scalar) const {
     const ValueInfo& v = values[id];
+    *scalar = false;
     switch (v.kind) {
       case Kind::kParam:
       case Kind::kConst: {
         const char* data = static_cast<const char*>(input_data(v, run.ctx));
         if (v.full) return data + t0 * v.elem;
-        if (v.scalar) return run.scratch.at(run.scalar0 + v.scalar_buffer);
+        if (v.scalar) {
+          *scalar = true;
+          return data;
+        }
         char* buffer = run.scratch.at(run.gather0 + k);
         ops::StridedView view = v.view;
         view.data = data;
@@ -486,6 +487,11 @@ struct FusedKernel::Impl {
       case Kind::kReduce: {
         // One value per row, repeated along the row.
         const char* row = run.scratch.at(run.row0 + v.index);
+        const int64_t first_row = t0 / cols;
+        if ((t0 + len - 1) / cols == first_row) {
+          *scalar = true;
+          return row + (first_row - run.r0) * v.elem;
+        }
         char* buffer = run.scratch.at(run.gather0 + k);
         int64_t i = t0;
         while (i < t0 + len) {
@@ -515,27 +521,19 @@ struct FusedKernel::Impl {
     Run run{ctx, r0, r1, r0 * cols, std::min(n, r1 * cols), {}};
     const int64_t chunk_elems = run.e1 - run.e0;
     const int64_t chunk_rows = r1 - r0;
-    // Buffers: chunk, tile slots, rows, scalars, gathers (tile), gathers (rows).
+    // Buffers: chunk, tile slots, rows, gathers (tile), gathers (rows).
     run.chunk0 = 0;
     for (int i = 0; i < chunk_buffers; ++i) run.scratch.add(chunk_elems * chunk_elem[i]);
     run.tile0 = chunk_buffers;
     for (int i = 0; i < tile_slots; ++i) run.scratch.add(kTile * kMaxElem);
     run.row0 = run.tile0 + tile_slots;
     for (int i = 0; i < row_buffers; ++i) run.scratch.add(chunk_rows * kMaxElem);
-    run.scalar0 = run.row0 + row_buffers;
-    for (int i = 0; i < scalar_buffers; ++i) run.scratch.add(kTile * kMaxElem);
-    run.gather0 = run.scalar0 + scalar_buffers;
+    run.gather0 = run.row0 + row_buffers;
     for (size_t i = 0; i < max_arity; ++i) run.scratch.add(kTile * kMaxElem);
     run.rowgather0 = run.gather0 + max_arity;
     for (size_t i = 0; i < max_arity; ++i)
       run.scratch.add(std::max<int64_t>(chunk_rows, 1) * kMaxElem);
     run.scratch.allocate();
-    for (const ValueInfo& v : values) {
-      if (v.scalar_buffer >= 0) {
-        fill_value(run.scratch.at(run.scalar0 + v.scalar_buffer), input_data(v, ctx), v.elem,
-                   kTile);
-      }
-    }
 
     std::vector<const void*> args(max_arity);
     for (int s = 0; s < stages; ++s) {
@@ -543,24 +541,29 @@ struct FusedKernel::Impl {
       for (const OpInfo& op : ops) {
         if (op.kind != Kind::kRow || op.stage != s) continue;
         for (size_t k = 0; k < op.inputs.size(); ++k) args[k] = row_operand(op.inputs[k], run, k);
-        op.tile(args.data(), home_of(values[op.output], run, 0), chunk_rows);
+        op.tile(args.data(), 0, home_of(values[op.output], run, 0), chunk_rows);
       }
       // Elementwise ops of this stage, tile by tile.
       bool any = false;
       for (const OpInfo& op : ops) any = any || (op.kind == Kind::kFull && op.stage == s);
       if (any) {
-        for (int64_t t0 = run.e0; t0 < run.e1; t0 += kTile) {
-          const int64_t len = std::min(kTile, run.e1 - t0);
+        for (int64_t t0 = run.e0, len = 0; t0 < run.e1; t0 += len) {
+          len = std::min(kTile, run.e1 - t0);
+          // Tiles of long rows end at row ends, so per-row values are one scalar per tile.
+          if (reduces > 0 && cols >= kMinRowTile) len = std::min(len, cols - t0 % cols);
           for (const OpInfo& op : ops) {
             if (op.kind != Kind::kFull || op.stage != s) continue;
+            uint32_t scalars = 0;
             for (size_t k = 0; k < op.inputs.size(); ++k) {
-              args[k] = tile_operand(op.inputs[k], run, t0, len, k);
+              bool scalar = false;
+              args[k] = tile_operand(op.inputs[k], run, t0, len, k, &scalar);
+              if (scalar) scalars |= 1u << k;
             }
-            op.tile(args.data(), home_of(values[op.output], run, t0), len);
+            op.tile(args.data(), scalars, home_of(values[op.output], run, t0), len);
           }
         }
       }
-      // Reductions over this stage's values: each row at the plain kernel's alignment.
+      // Reductions over this stage's values, row by row.
       for (const OpInfo& op : ops) {
         if (op.kind != Kind::kReduce || op.stage != s) continue;
         const ValueInfo& in = values[op.inputs[0]];

@@ -4,13 +4,12 @@
 // chunk, tiles of a few thousand elements, calling each member op's TileFn (the same math the plain
 // kernels call) on small per-thread buffers, so intermediates stay in cache and only the outputs
 // reach memory. Reductions over trailing axes run per row through the reduce op's own row math
-// (ReduceMath), at the same address alignment as the plain kernel; reduced values broadcast back
-// over their rows (stitching), stage by stage.
+// (ReduceMath); reduced values broadcast back over their rows (stitching), stage by stage.
 //
-// Bit-exactness: every tile starts at a multiple of 16 elements of the iteration space and every
-// buffer is 64-byte aligned, so each element takes the same SIMD or scalar path in the member's
-// TileFn as in the plain kernel, and each row is reduced in the same order: fused and unfused
-// results are identical, for any thread count.
+// Bit-exactness: a TileFn computes every element through the same packet code whatever the tile
+// boundaries or buffer addresses, and ReduceMath sums a row in an order fixed by its length
+// (runtime/ops/row_math.h), so fused and unfused results are identical, for any thread count.
+// Tiles and buffers are still aligned (16 elements, 64 bytes), for speed only.
 
 #include <cstdint>
 #include <map>

@@ -1,6 +1,6 @@
 // The single-purpose networks that benchmarks sweep: a long elementwise chain over 8M floats,
-// layernorm and softmax over (4096, 1024) rows, and 1,000 dependent adds on 16 floats (per-op
-// overhead).
+// layernorm and softmax over (4096, 1024) rows (as the composite op, and written op by op), and
+// 1,000 dependent adds on 16 floats (per-op overhead).
 #include "engine/models/registry.h"
 #include "engine/nn/layers.h"
 
@@ -40,6 +40,37 @@ class RowSoftmax : public nn::Cell {
   nn::Softmax& softmax_;
 };
 
+// softmax written op by op, as hand-written code and ONNX exports before opset 13 give it:
+// exp(x - max) / sum. Unfused, five passes over memory; stitched (opt_level 3), one.
+class OpByOpSoftmax : public nn::Cell {
+ public:
+  OpByOpSoftmax() : Cell("SoftmaxOpsNet") {}
+  Tensor forward(const Tensor& x) override {
+    const Tensor e = ops::exp(ops::sub(x, ops::reduce_max(x, {-1}, true)));
+    return ops::div(e, ops::reduce_sum(e, {-1}, true));
+  }
+};
+
+// layer_norm written op by op, as ONNX exports before opset 17 give it: (x - mean) /
+// sqrt(var + eps) * gamma + beta, with its own weights.
+class OpByOpLayerNorm : public nn::Cell {
+ public:
+  explicit OpByOpLayerNorm(uint64_t seed)
+      : Cell("LayerNormOpsNet"),
+        gamma_(register_parameter("gamma", Tensor::randn({1024}, seed, 0.1))),
+        beta_(register_parameter("beta", Tensor::randn({1024}, seed + 1, 0.1))) {}
+  Tensor forward(const Tensor& x) override {
+    const Tensor centred = ops::sub(x, ops::reduce_mean(x, {-1}, true));
+    const Tensor var = ops::reduce_mean(ops::mul(centred, centred), {-1}, true);
+    const Tensor rstd = ops::div(ops::scalar(1.0), ops::sqrt(ops::add(var, ops::scalar(1e-5))));
+    return ops::add(ops::mul(ops::mul(centred, rstd), gamma_), beta_);
+  }
+
+ private:
+  Tensor& gamma_;
+  Tensor& beta_;
+};
+
 class Chain : public nn::Cell {
  public:
   explicit Chain(uint64_t seed)
@@ -76,6 +107,25 @@ NetSpec softmax_spec() {
           [](uint64_t seed) {
             return Tensor::randn({4096, 1024}, seed + 1000);
           }};
+}
+
+NetSpec softmax_ops_spec() {
+  return {"softmax_ops",
+          "softmax written op by op: exp(x - max) / sum over the last axis of (4096, 1024)",
+          [](uint64_t) { return std::make_unique<OpByOpSoftmax>(); },
+          [](uint64_t seed) {
+            return Tensor::randn({4096, 1024}, seed + 1000);
+          }};
+}
+
+NetSpec layernorm_ops_spec() {
+  return {
+      "layernorm_ops",
+      "layer_norm written op by op: (x - mean) / sqrt(var + eps) * gamma + beta over (4096, 1024)",
+      [](uint64_t seed) { return std::make_unique<OpByOpLayerNorm>(seed); },
+      [](uint64_t seed) {
+        return Tensor::randn({4096, 1024}, seed + 1000);
+      }};
 }
 
 NetSpec chain_spec() {

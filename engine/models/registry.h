@@ -30,6 +30,8 @@ NetSpec transformer_spec();
 NetSpec elementwise_spec();
 NetSpec layernorm_spec();
 NetSpec softmax_spec();
+NetSpec layernorm_ops_spec();
+NetSpec softmax_ops_spec();
 NetSpec chain_spec();
 
 // Built directly, for user code: `models::Mlp net({784, 512, 512, 10});`

@@ -55,12 +55,16 @@ const ir::OpRegistration kGreater = declare(
 // select(cond, a, b): the tile math is indexed by the value dtype (the last input's), as for every
 // elementwise op.
 template <typename T>
-void select_tile(const void* const* in, void* out, int64_t n) {
-  const Eigen::Map<const Eigen::Array<bool, Eigen::Dynamic, 1>> cond(
-      static_cast<const bool*>(in[0]), n);
-  const ArrayMap<T> a(static_cast<const T*>(in[1]), n);
-  const ArrayMap<T> b(static_cast<const T*>(in[2]), n);
-  Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(static_cast<T*>(out), n) = cond.select(a, b);
+void select_tile(const void* const* in, uint32_t scalars, void* out, int64_t n) {
+  // No rounding here, so a plain loop is as exact as any packet path; operands that stand for
+  // one repeated value are read at index 0.
+  const bool* cond = static_cast<const bool*>(in[0]);
+  const T* a = static_cast<const T*>(in[1]);
+  const T* b = static_cast<const T*>(in[2]);
+  const int64_t sc = (scalars & 1u) ? 0 : 1, sa = (scalars & 2u) ? 0 : 1,
+                sb = (scalars & 4u) ? 0 : 1;
+  T* o = static_cast<T*>(out);
+  for (int64_t i = 0; i < n; ++i) o[i] = cond[i * sc] ? a[i * sa] : b[i * sb];
 }
 
 ir::ElementwiseMath select_math() {

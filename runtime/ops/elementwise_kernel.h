@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -24,20 +25,91 @@ using scalar_of = typename std::decay_t<E>::Scalar;
 template <typename T>
 using ArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// One TileFn: n elements of N same-typed inputs (T) to an output of Out.
-template <typename T, typename Out, int N, typename Math>
-void eigen_tile(const void* const* in, void* out, int64_t n) {
-  Eigen::Map<Eigen::Array<Out, Eigen::Dynamic, 1>> o(static_cast<Out*>(out), n);
-  const Math math{};
-  if constexpr (N == 1) {
-    const ArrayMap<T> a(static_cast<const T*>(in[0]), n);
-    o = math(a);
-  } else if constexpr (N == 2) {
-    const ArrayMap<T> a(static_cast<const T*>(in[0]), n);
-    const ArrayMap<T> b(static_cast<const T*>(in[1]), n);
-    o = math(a, b);
+// Elements per block of a TileFn: a multiple of every SIMD width (16 floats for AVX-512), so a
+// block is whole packets.
+inline constexpr int64_t kTileBlock = 64;
+
+// One operand of a block: a fixed-size unaligned map at element i, or a broadcast of the one
+// element of a scalar operand (kept in a register; the same value the map would load).
+template <bool Scalar, typename T>
+auto operand_block(const T* p, int64_t i) {
+  using Block = Eigen::Array<T, kTileBlock, 1>;
+  if constexpr (Scalar) {
+    return Block::Constant(p[0]);
   } else {
-    static_assert(N == 1 || N == 2, "ternary ops build their TileFn by hand (select)");
+    return Eigen::Map<const Block>(p + i);
+  }
+}
+
+// A padded copy of operand elements [i, n) for the tail block (padding repeats a real element, so
+// the unused lanes compute nothing exceptional such as x / 0).
+template <bool Scalar, typename T>
+Eigen::Array<T, kTileBlock, 1> tail_block(const T* p, int64_t i, int64_t n) {
+  using Block = Eigen::Array<T, kTileBlock, 1>;
+  if constexpr (Scalar) {
+    return Block::Constant(p[0]);
+  } else {
+    Block block = Block::Constant(p[i]);
+    std::copy_n(p + i, n - i, block.data());
+    return block;
+  }
+}
+
+template <typename T, typename Out, typename Math, bool ScalarA, bool ScalarB>
+void binary_blocks(const T* a, const T* b, Out* o, int64_t n) {
+  using OutBlock = Eigen::Array<Out, kTileBlock, 1>;
+  const Math math{};
+  int64_t i = 0;
+  for (; i + kTileBlock <= n; i += kTileBlock) {
+    Eigen::Map<OutBlock>(o + i) = math(operand_block<ScalarA>(a, i), operand_block<ScalarB>(b, i));
+  }
+  if (i == n) return;
+  const OutBlock result = math(tail_block<ScalarA>(a, i, n), tail_block<ScalarB>(b, i, n));
+  std::copy_n(result.data(), n - i, o + i);
+}
+
+// One TileFn: n elements of N same-typed inputs (T) to an output of Out.
+//
+// Every element goes through the same packet code whatever its address or its place in the
+// tensor: whole blocks are fixed-size unaligned maps (Eigen evaluates those packet by packet from
+// the first element, with no scalar head to reach an aligned address), and the tail is copied
+// into a padded block and computed the same way. A dynamic-size map would peel a head up to the
+// first aligned address and take it through the scalar functor, whose rounding (exp, tanh) is
+// not the packet functor's: where a tile or a chunk began, or how a buffer was aligned, would
+// change results. Here the plain kernel, the fused kernel and any thread count agree bit for bit.
+template <typename T, typename Out, int N, typename Math>
+void eigen_tile(const void* const* in, uint32_t scalars, void* out, int64_t n) {
+  static_assert(N == 1 || N == 2, "ternary ops build their TileFn by hand (select)");
+  const T* a = static_cast<const T*>(in[0]);
+  Out* o = static_cast<Out*>(out);
+  if constexpr (N == 1) {
+    using OutBlock = Eigen::Array<Out, kTileBlock, 1>;
+    const Math math{};
+    if (scalars & 1u) {
+      // One value repeated: computed once, through the same packet code.
+      const OutBlock result = math(tail_block<true>(a, 0, 1));
+      std::fill_n(o, n, result[0]);
+      return;
+    }
+    int64_t i = 0;
+    for (; i + kTileBlock <= n; i += kTileBlock) {
+      Eigen::Map<OutBlock>(o + i) = math(operand_block<false>(a, i));
+    }
+    if (i == n) return;
+    const OutBlock result = math(tail_block<false>(a, i, n));
+    std::copy_n(result.data(), n - i, o + i);
+  } else {
+    const T* b = static_cast<const T*>(in[1]);
+    switch (scalars & 3u) {
+      case 0:
+        return binary_blocks<T, Out, Math, false, false>(a, b, o, n);
+      case 1:
+        return binary_blocks<T, Out, Math, true, false>(a, b, o, n);
+      case 2:
+        return binary_blocks<T, Out, Math, false, true>(a, b, o, n);
+      default:
+        return binary_blocks<T, Out, Math, true, true>(a, b, o, n);
+    }
   }
 }
 

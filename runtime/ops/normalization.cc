@@ -13,6 +13,7 @@
 #include "runtime/ops/expand_util.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/reference.h"
+#include "runtime/ops/row_math.h"
 #include "runtime/parallel.h"
 
 namespace mf::runtime::ops {
@@ -73,32 +74,76 @@ void softmax_kernel(const ir::KernelContext& ctx) {
     T* y = ctx.outputs[0].as<T>();
     const int64_t block = length * inner;
     parallel_for(outer, grain_for(block), [&](int64_t begin, int64_t end) {
+      std::vector<T> stat(inner);  // per column of a (length, inner) block: max, then the sum
       for (int64_t o = begin; o < end; ++o) {
+        const T* in = x + o * block;
+        T* out = y + o * block;
         if (inner == 1) {
-          const Eigen::Map<const Array<T>> in(x + o * length, length);
-          Eigen::Map<Array<T>> out(y + o * length, length);
-          const T max = in.maxCoeff();
+          const T max = reduce_row_fixed<RowReduction::kMax>(in, length);
           if constexpr (Log) {
-            out = in - max;
-            out -= std::log(out.exp().sum());
+            map_row_fixed(
+                out, length, [max](const auto& v) { return v - max; }, in);
+            const T sum = reduce_row_fixed<RowReduction::kSum>(
+                out, length, [](const auto& v) { return v.exp(); });
+            const T lse = packet_scalar(sum, [](const auto& v) { return v.log(); });
+            map_row_fixed(
+                out, length, [lse](const auto& v) { return v - lse; }, out);
           } else {
-            out = (in - max).exp();
-            out /= out.sum();
+            map_row_fixed(
+                out, length, [max](const auto& v) { return (v - max).exp(); }, in);
+            const T sum = reduce_row_fixed<RowReduction::kSum>(out, length);
+            map_row_fixed(
+                out, length, [sum](const auto& v) { return v / sum; }, out);
           }
           continue;
         }
-        // The axis runs down the rows of a (length, inner) block: reduce column-wise.
-        const Eigen::Map<const Block<T>> in(x + o * block, length, inner);
-        Eigen::Map<Block<T>> out(y + o * block, length, inner);
-        const Eigen::Array<T, 1, Eigen::Dynamic> max = in.colwise().maxCoeff();
-        out = in.rowwise() - max;
+        // The axis runs down the rows of a (length, inner) block: reduce column-wise, row by row.
+        std::copy_n(in, inner, stat.data());
+        for (int64_t r = 1; r < length; ++r) {
+          map_row_fixed(
+              stat.data(), inner, [](const auto& m, const auto& v) { return m.max(v); },
+              stat.data(), in + r * inner);
+        }
+        for (int64_t r = 0; r < length; ++r) {
+          map_row_fixed(
+              out + r * inner, inner,
+              [](const auto& v, const auto& m) {
+                if constexpr (Log) {
+                  return (v - m).eval();
+                } else {
+                  return (v - m).exp().eval();
+                }
+              },
+              in + r * inner, stat.data());
+        }
+        std::fill(stat.begin(), stat.end(), T(0));
+        for (int64_t r = 0; r < length; ++r) {
+          map_row_fixed(
+              stat.data(), inner,
+              [](const auto& sum, const auto& v) {
+                if constexpr (Log) {
+                  return (sum + v.exp()).eval();
+                } else {
+                  return (sum + v).eval();
+                }
+              },
+              stat.data(), out + r * inner);
+        }
         if constexpr (Log) {
-          const Eigen::Array<T, 1, Eigen::Dynamic> lse = out.exp().colwise().sum().log();
-          out.rowwise() -= lse;
-        } else {
-          out = out.exp();
-          const Eigen::Array<T, 1, Eigen::Dynamic> sum = out.colwise().sum();
-          out.rowwise() /= sum;
+          map_row_fixed(
+              stat.data(), inner, [](const auto& sum) { return sum.log(); }, stat.data());
+        }
+        for (int64_t r = 0; r < length; ++r) {
+          map_row_fixed(
+              out + r * inner, inner,
+              [](const auto& v, const auto& s) {
+                if constexpr (Log) {
+                  return (v - s).eval();
+                } else {
+                  return (v / s).eval();
+                }
+              },
+              out + r * inner, stat.data());
         }
       }
     });
@@ -137,21 +182,10 @@ std::vector<ir::OpSample> softmax_samples() {
   };
 }
 
-// The row kernels evaluate each row as its own Eigen expression. The expansion evaluates whole
-// tensors, which takes the same vector/scalar path for every element, and reduces rows at the same
-// address alignment, only when rows are whole vectors of every SIMD width (a multiple of 16
-// elements, each row starting 64-byte aligned) and the reduced axes are trailing.
-constexpr int64_t kExactRowMultiple = 16;
-
-bool trailing_rows_exact(const Shape& shape, int64_t first_axis) {
-  int64_t width = 1;
-  for (size_t d = first_axis; d < shape.size(); ++d) width *= shape[d];
-  return width > 0 && width % kExactRowMultiple == 0;
-}
-
-// softmax: reduce_max, sub, exp, reduce_sum, div, as `out = (in - max).exp(); out /= out.sum()`.
-// log_softmax ends in a log of one scalar per row, which the kernel takes in scalar code: its
-// expansion is never bit-exact, so it expands only when asked by name.
+// softmax: reduce_max, sub, exp, reduce_sum, div; log_softmax: reduce_max, sub, exp, reduce_sum,
+// log, sub. The kernel rounds step by step as these ops do (row_math.h: the same packet code and
+// reduction order whatever the address), so the expansion is bit-exact over the last axis. Over
+// another axis the kernel sums column-wise, another order: that expands only when asked by name.
 template <bool Log>
 std::vector<ir::Value> expand_softmax(ir::Graph& graph, ir::Node& node, bool bit_exact) {
   Expansion e(graph, node);
@@ -159,7 +193,7 @@ std::vector<ir::Value> expand_softmax(ir::Graph& graph, ir::Node& node, bool bit
   const int64_t rank = static_cast<int64_t>(shape.size());
   const int64_t axis =
       ir::normalize_axis(ir::attr_int(e.attrs(), "axis", node.op()), rank, node.op());
-  if (bit_exact && (Log || axis != rank - 1 || !trailing_rows_exact(shape, axis))) return {};
+  if (bit_exact && axis != rank - 1) return {};
   const ir::Value x = e.input(0);
   const ir::Value max = e.op("reduce_max", {x}, keep_axes({axis}));
   const ir::Value shifted = e.op("sub", {x, max});
@@ -235,19 +269,28 @@ void layer_norm_kernel(const ir::KernelContext& ctx) {
   visit_float(ctx.inputs[0].type.dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* x = ctx.inputs[0].as<T>();
-    const Eigen::Map<const Array<T>> gamma(ctx.inputs[1].as<T>(), width);
-    const Eigen::Map<const Array<T>> beta(ctx.inputs[2].as<T>(), width);
+    const T* gamma = ctx.inputs[1].as<T>();
+    const T* beta = ctx.inputs[2].as<T>();
     T* y = ctx.outputs[0].as<T>();
     parallel_for(rows, grain_for(width), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        const Eigen::Map<const Array<T>> in(x + r * width, width);
-        Eigen::Map<Array<T>> out(y + r * width, width);
+        const T* in = x + r * width;
+        T* out = y + r * width;
         // Two passes (mean, then the centred second moment): stable where E[x^2] - E[x]^2 is not.
-        const T mean = in.sum() / static_cast<T>(width);
-        out = in - mean;
-        const T var = out.square().sum() / static_cast<T>(width);
-        const T rstd = T(1) / std::sqrt(var + static_cast<T>(epsilon));
-        out = out * rstd * gamma + beta;
+        // Each step rounds as the expansion's ops do (reduce_mean, sub, mul, reduce_mean, add,
+        // sqrt, div, mul, mul, add), so the expanded form is bit-identical.
+        const T mean = reduce_row_fixed<RowReduction::kSum>(in, width) / static_cast<T>(width);
+        map_row_fixed(
+            out, width, [mean](const auto& v) { return v - mean; }, in);
+        const T var =
+            reduce_row_fixed<RowReduction::kSum>(out, width, [](const auto& v) { return v * v; }) /
+            static_cast<T>(width);
+        const T rstd = T(1) / packet_scalar(var + static_cast<T>(epsilon),
+                                            [](const auto& v) { return v.sqrt(); });
+        map_row_fixed(
+            out, width,
+            [rstd](const auto& v, const auto& g, const auto& b) { return v * rstd * g + b; }, out,
+            gamma, beta);
       }
     });
   });
@@ -281,15 +324,16 @@ std::vector<RefTensor> layer_norm_reference(std::span<const RefTensor> in, const
 
 // layer_norm as the kernel computes it: mean, centre, mean of squares, 1 / sqrt(var + eps), then
 // (d * rstd) * gamma + beta.
+// The kernel rounds step by step as these ops do, so the expansion is bit-exact. It still expands
+// only when named in --enable_expand_ops: alone, the stitched expansion runs at about half the
+// speed of this row kernel (README, fusion), and nothing else joins it.
 std::vector<ir::Value> expand_layer_norm(ir::Graph& graph, ir::Node& node, bool bit_exact) {
+  if (bit_exact) return {};
   Expansion e(graph, node);
   const DType t = e.input_type(0).dtype;
   const int64_t rank = static_cast<int64_t>(e.input_type(0).shape.size());
   const int64_t begin =
       ir::normalize_axis(ir::attr_int(e.attrs(), "begin_norm_axis", node.op()), rank, node.op());
-  // The kernel takes one scalar sqrt per row; the expansion's sqrt op runs vectorised, and
-  // Eigen's fast-math vector sqrt rounds differently: never bit-exact, so only when asked.
-  if (bit_exact) return {};
   std::vector<int64_t> axes;
   for (int64_t d = begin; d < rank; ++d) axes.push_back(d);
   const ir::Value x = e.input(0);

@@ -12,6 +12,7 @@
 
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/reference.h"
+#include "runtime/ops/row_math.h"
 #include "runtime/ops/strided.h"
 #include "runtime/parallel.h"
 
@@ -22,7 +23,9 @@ using ir::Trait;
 
 enum class Reduction { kSum, kMean, kMax, kMin };
 
-constexpr int64_t kBlock = int64_t{1} << 15;  // elements per parallel block of a long row
+// Elements per parallel block of a long row: reduce_row_fixed's segments, so a long row reduced
+// block by block in parallel sums in the same order as one reduce_row over it.
+constexpr int64_t kBlock = kReduceSegment;
 
 // The reduced axes, normalized, sorted and checked for duplicates; empty attr = all axes.
 std::vector<bool> reduced_axes(std::string_view op, const Shape& shape, const Attrs& attrs) {
@@ -83,14 +86,10 @@ T combine(T a, T b) {
 
 template <Reduction R, typename T>
 T reduce_row(const T* x, int64_t n) {
-  const Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> row(x, n);
-  if constexpr (R == Reduction::kMax) {
-    return row.maxCoeff();
-  } else if constexpr (R == Reduction::kMin) {
-    return row.minCoeff();
-  } else {
-    return row.sum();
-  }
+  constexpr RowReduction kRow = R == Reduction::kMax   ? RowReduction::kMax
+                                : R == Reduction::kMin ? RowReduction::kMin
+                                                       : RowReduction::kSum;
+  return reduce_row_fixed<kRow>(x, n);
 }
 
 // y[o, i] = reduce over r of x[o, r, i].

@@ -146,7 +146,6 @@ void run_elementwise(const ir::KernelContext& ctx, ir::TileFn tile) {
   std::vector<Kind> kinds(arity);
   std::vector<size_t> elem(arity);
   std::vector<StridedView> views(arity);
-  bool all_full = true;
   for (size_t i = 0; i < arity; ++i) {
     const ir::TensorView& in = ctx.inputs[i];
     elem[i] = ir::dtype_size(in.type.dtype);
@@ -157,17 +156,24 @@ void run_elementwise(const ir::KernelContext& ctx, ir::TileFn tile) {
     } else {
       kinds[i] = Kind::kGathered;
     }
-    all_full = all_full && kinds[i] == Kind::kFull;
     views[i] = StridedView{in.data, out_shape, broadcast_strides(in.type.shape, out_shape)};
   }
 
-  if (all_full) {
+  // Scalar operands go to the tile math as one element (bit i of `scalars`), never copied.
+  uint32_t scalars = 0;
+  for (size_t i = 0; i < arity; ++i) {
+    if (kinds[i] == Kind::kScalar) scalars |= 1u << i;
+  }
+  const bool no_gather =
+      std::none_of(kinds.begin(), kinds.end(), [](Kind k) { return k == Kind::kGathered; });
+  if (no_gather) {
     parallel_for(n, kChunk, [&](int64_t begin, int64_t end) {
       std::vector<const void*> ptrs(arity);
       for (size_t i = 0; i < arity; ++i) {
-        ptrs[i] = static_cast<const char*>(ctx.inputs[i].data) + begin * elem[i];
+        ptrs[i] = static_cast<const char*>(ctx.inputs[i].data) +
+                  (kinds[i] == Kind::kScalar ? 0 : begin * elem[i]);
       }
-      tile(ptrs.data(), out + begin * out_elem, end - begin);
+      tile(ptrs.data(), scalars, out + begin * out_elem, end - begin);
     });
     return;
   }
@@ -184,13 +190,8 @@ void run_elementwise(const ir::KernelContext& ctx, ir::TileFn tile) {
     std::vector<std::vector<char>> buffers(arity);
     std::vector<const void*> ptrs(arity);
     for (size_t i = 0; i < arity; ++i) {
-      if (kinds[i] == Kind::kFull) continue;
-      buffers[i].resize(kTile * elem[i]);
-      if (kinds[i] == Kind::kScalar) {
-        StridedView scalar{ctx.inputs[i].data, {}, {}};
-        gather(scalar, elem[i], 0, kTile, buffers[i].data());
-      }
-      ptrs[i] = buffers[i].data();
+      if (kinds[i] == Kind::kGathered) buffers[i].resize(kTile * elem[i]);
+      ptrs[i] = kinds[i] == Kind::kScalar ? ctx.inputs[i].data : buffers[i].data();
     }
     for (int64_t start = begin; start < end; start += kTile) {
       const int64_t len = std::min(kTile, end - start);
@@ -201,7 +202,7 @@ void run_elementwise(const ir::KernelContext& ctx, ir::TileFn tile) {
           gather(views[i], elem[i], start, len, buffers[i].data());
         }
       }
-      tile(ptrs.data(), out + start * out_elem, len);
+      tile(ptrs.data(), scalars, out + start * out_elem, len);
     }
   });
 }

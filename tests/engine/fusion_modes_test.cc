@@ -47,8 +47,8 @@ TEST_P(FusionModesTest, GraphAtEveryOptLevelEqualsPynativeBitForBit) {
 
 std::vector<FusionCase> all_cases() {
   std::vector<FusionCase> cases;
-  for (const char* net :
-       {"mlp", "cnn", "transformer", "elementwise", "layernorm", "softmax", "chain"}) {
+  for (const models::NetSpec& spec : models::all_nets()) {
+    const std::string& net = spec.name;
     for (const char* jit : {"O1", "O2"}) {
       for (int level = 0; level <= 3; ++level) cases.push_back({net, jit, level});
     }

@@ -51,8 +51,8 @@ TEST_P(ModesAgreeTest, GraphEqualsPynativeBitForBit) {
 
 std::vector<ModeCase> all_cases() {
   std::vector<ModeCase> cases;
-  for (const char* net :
-       {"mlp", "cnn", "transformer", "elementwise", "layernorm", "softmax", "chain"}) {
+  for (const models::NetSpec& spec : models::all_nets()) {
+    const std::string& net = spec.name;
     for (const char* jit : {"O0", "O1", "O2"}) {
       for (const char* mem : {"O0", "O1"}) cases.push_back({net, jit, mem});
     }

@@ -29,10 +29,10 @@ TEST_P(ModelsTest, RunsWithFiniteOutputsAndTheSameResultSyncOrAsync) {
 
 INSTANTIATE_TEST_SUITE_P(AllNets, ModelsTest,
                          ::testing::Values("mlp", "cnn", "transformer", "elementwise", "layernorm",
-                                           "softmax", "chain"));
+                                           "softmax", "layernorm_ops", "softmax_ops", "chain"));
 
 TEST_F(EngineTest, TheRegistryListsEveryNetworkAndRejectsUnknownNames) {
-  EXPECT_EQ(models::all_nets().size(), 7u);
+  EXPECT_EQ(models::all_nets().size(), 9u);
   try {
     models::find_net("resnet");
     FAIL();

@@ -187,8 +187,21 @@ TEST_P(OpConformance, KernelMatchesReference) {
         HostTensor tiled(out_types[0]);
         std::vector<const void*> ptrs;
         for (const HostTensor& t : inputs) ptrs.push_back(t.data());
-        op.elementwise->for_dtype(types.back().dtype)(ptrs.data(), tiled.data(), tiled.size());
+        const ir::TileFn tile = op.elementwise->for_dtype(types.back().dtype);
+        tile(ptrs.data(), 0, tiled.data(), tiled.size());
         EXPECT_TRUE(tiled.same_bytes(parallel.outputs[0])) << "tile math differs from the kernel";
+        // An operand given as one value (its scalar bit) equals that value copied n times.
+        for (size_t k = 0; k < inputs.size(); ++k) {
+          HostTensor repeated(inputs[k].type);
+          for (int64_t i = 0; i < repeated.size(); ++i) repeated.set(i, inputs[k].get(0));
+          std::vector<const void*> copied = ptrs;
+          copied[k] = repeated.data();
+          HostTensor want(out_types[0]), got(out_types[0]);
+          tile(copied.data(), 0, want.data(), want.size());
+          tile(ptrs.data(), 1u << k, got.data(), got.size());
+          EXPECT_TRUE(got.same_bytes(want)) << "operand " << k << " as one value differs from it "
+                                            << "repeated";
+        }
       }
     }
     ++runs;

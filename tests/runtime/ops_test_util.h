@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <string_view>
 #include <vector>
 
@@ -11,10 +12,25 @@
 
 namespace mf::runtime::ops::testing {
 
-// A tensor in 8-byte aligned host memory of any dtype.
+// Memory at the alignment the executors give every tensor (kTensorAlignment, 64 bytes): Eigen's
+// GEMM picks its vector path by address, so a kernel is reproducible only at that alignment.
+template <typename T>
+struct TensorAligned {
+  using value_type = T;
+  TensorAligned() = default;
+  template <typename U>
+  TensorAligned(const TensorAligned<U>&) {}
+  T* allocate(size_t n) {
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}));
+  }
+  void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{64}); }
+  bool operator==(const TensorAligned&) const { return true; }
+};
+
+// A tensor of any dtype in host memory aligned as the executors align tensors.
 struct HostTensor {
   ir::TensorType type;
-  std::vector<uint64_t> storage;
+  std::vector<uint64_t, TensorAligned<uint64_t>> storage;
 
   HostTensor() = default;
   explicit HostTensor(ir::TensorType t) : type(std::move(t)) {

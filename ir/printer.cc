@@ -4,7 +4,6 @@
 #include <cstring>
 #include <fstream>
 #include <ostream>
-#include <sstream>
 #include <unordered_map>
 
 #include "base/error.h"
@@ -13,62 +12,237 @@ namespace mf::ir {
 
 namespace {
 
-// Shortest decimal that reads back to the same bits (std::to_chars without precision guarantees
-// it).
-template <typename T>
-std::string shortest(T value) {
-  char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
-  return std::string(buf, end);
+// Collects the text in a fixed buffer and hands it to the sink in large pieces, so printing costs
+// no allocation per token and a hashing sink sees few calls.
+class Writer {
+ public:
+  explicit Writer(TextSink& sink) : sink_(sink) {}
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  void put(std::string_view text) {
+    if (text.size() > kCapacity - used_) {
+      flush();
+      if (text.size() > kCapacity) {
+        sink_.append(text);
+        return;
+      }
+    }
+    std::memcpy(buffer_ + used_, text.data(), text.size());
+    used_ += text.size();
+  }
+  void put(char c) {
+    if (used_ == kCapacity) flush();
+    buffer_[used_++] = c;
+  }
+  // Integers in decimal, as std::to_string writes them; floating point in the shortest form that
+  // reads back to the same bits (std::to_chars without a precision guarantees it).
+  template <typename T>
+  void put_number(T value) {
+    char text[64];
+    auto [end, ec] = std::to_chars(text, text + sizeof(text), value);
+    put(std::string_view(text, static_cast<size_t>(end - text)));
+  }
+  void flush() {
+    if (used_ > 0) sink_.append(std::string_view(buffer_, used_));
+    used_ = 0;
+  }
+
+ private:
+  static constexpr size_t kCapacity = 4096;
+  TextSink& sink_;
+  size_t used_ = 0;
+  char buffer_[kCapacity];
+};
+
+class StringSink final : public TextSink {
+ public:
+  explicit StringSink(std::string& out) : out_(out) {}
+  void append(std::string_view text) override { out_.append(text); }
+
+ private:
+  std::string& out_;
+};
+
+class StreamSink final : public TextSink {
+ public:
+  explicit StreamSink(std::ostream& out) : out_(out) {}
+  void append(std::string_view text) override {
+    out_.write(text.data(), static_cast<std::streamsize>(text.size()));
+  }
+
+ private:
+  std::ostream& out_;
+};
+
+// Runs `write(Writer&)` and returns what it wrote.
+template <typename Fn>
+std::string to_text(Fn&& write) {
+  std::string out;
+  StringSink sink(out);
+  Writer w(sink);
+  write(w);
+  w.flush();
+  return out;
+}
+
+void put_float(Writer& w, double value) {
+  char text[64];
+  auto [end, ec] = std::to_chars(text, text + sizeof(text), value);
+  const std::string_view s(text, static_cast<size_t>(end - text));
+  w.put(s);
+  // Without a '.', 'e', "inf" or "nan" the parser would read an integer.
+  if (s.find_first_of(".eEna") == std::string_view::npos) w.put(".0");
+}
+
+void put_quoted(Writer& w, std::string_view text) {
+  w.put('"');
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (ch) {
+      case '"':
+        w.put("\\\"");
+        break;
+      case '\\':
+        w.put("\\\\");
+        break;
+      case '\n':
+        w.put("\\n");
+        break;
+      case '\t':
+        w.put("\\t");
+        break;
+      case '\r':
+        w.put("\\r");
+        break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          static constexpr char kHex[] = "0123456789abcdef";
+          w.put("\\x");
+          w.put(kHex[c >> 4]);
+          w.put(kHex[c & 15]);
+        } else {
+          w.put(ch);
+        }
+    }
+  }
+  w.put('"');
+}
+
+void put_attr_value(Writer& w, const AttrValue& value) {
+  std::visit(
+      [&w](const auto& v) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, bool>) {
+          w.put(v ? "true" : "false");
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          w.put_number(v);
+        } else if constexpr (std::is_same_v<T, double>) {
+          put_float(w, v);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          put_quoted(w, v);
+        } else if constexpr (std::is_same_v<T, DType>) {
+          w.put(dtype_name(v));
+        } else {
+          w.put('[');
+          for (size_t i = 0; i < v.size(); ++i) {
+            if (i > 0) w.put(", ");
+            if constexpr (std::is_same_v<T, std::vector<double>>) {
+              put_float(w, v[i]);
+            } else {
+              w.put_number(v[i]);
+            }
+          }
+          w.put(']');
+        }
+      },
+      value);
+}
+
+// "(64, 784)", as shape_to_string.
+void put_shape(Writer& w, const Shape& shape) {
+  w.put('(');
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) w.put(", ");
+    w.put_number(shape[i]);
+  }
+  w.put(')');
+}
+
+// "<Tensor[Float32], (64, 784)>", as type_to_string.
+void put_type(Writer& w, const TensorType& type) {
+  w.put("<Tensor[");
+  w.put(dtype_name(type.dtype));
+  w.put("], ");
+  put_shape(w, type.shape);
+  w.put('>');
 }
 
 // Names values the way the text format spells them: %para1_x, %const2, %7, %7.1.
 class ValueNamer {
  public:
   explicit ValueNamer(const Graph& graph) {
+    positions_.reserve(graph.num_nodes());
     size_t i = 0;
-    for (const Node& node : graph.nodes()) positions_[&node] = i++;
+    for (const Node& node : graph.nodes()) positions_.emplace(&node, i++);
   }
 
-  std::string name(const Value& value) const {
+  void put(Writer& w, const Value& value) const {
     switch (value.kind()) {
       case ValueKind::kParameter:
-        return detail::str_cat("%para", value.parameter()->index() + 1, "_",
-                               value.parameter()->name());
+        w.put("%para");
+        w.put_number(value.parameter()->index() + 1);
+        w.put('_');
+        w.put(value.parameter()->name());
+        return;
       case ValueKind::kConstant:
-        return detail::str_cat("%const", value.constant()->index() + 1);
+        w.put("%const");
+        w.put_number(value.constant()->index() + 1);
+        return;
       case ValueKind::kNode: {
         auto it = positions_.find(value.node());
-        if (it == positions_.end()) return "%<dangling>";
-        std::string out = detail::str_cat("%", it->second);
-        if (value.node()->num_outputs() != 1) out += detail::str_cat(".", value.index());
-        return out;
+        if (it == positions_.end()) {
+          w.put("%<dangling>");
+          return;
+        }
+        w.put('%');
+        w.put_number(it->second);
+        if (value.node()->num_outputs() != 1) {
+          w.put('.');
+          w.put_number(value.index());
+        }
+        return;
       }
       case ValueKind::kNone:
         break;
     }
-    return "%<null>";
+    w.put("%<null>");
   }
 
-  std::string node_name(const Node& node) const {
+  void put_node(Writer& w, const Node& node) const {
     auto it = positions_.find(&node);
-    return it == positions_.end() ? "%<dangling>" : detail::str_cat("%", it->second);
+    if (it == positions_.end()) {
+      w.put("%<dangling>");
+      return;
+    }
+    w.put('%');
+    w.put_number(it->second);
   }
 
  private:
   std::unordered_map<const Node*, size_t> positions_;
 };
 
-std::string format_element(const Constant& c, size_t i) {
+void put_element(Writer& w, const Constant& c, size_t i) {
   const uint8_t* p = c.bytes().data() + i * dtype_size(c.type().dtype);
-  return visit_dtype(c.type().dtype, [&](auto zero) -> std::string {
+  visit_dtype(c.type().dtype, [&](auto zero) {
     using T = decltype(zero);
     T v;
     std::memcpy(&v, p, sizeof(T));
     if constexpr (std::is_same_v<T, bool>) {
-      return v ? "true" : "false";
+      w.put(v ? "true" : "false");
     } else {
-      return shortest(v);
+      w.put_number(v);
     }
   });
 }
@@ -81,65 +255,96 @@ bool is_default(const Node& node, const std::string& name, const AttrValue& valu
   return false;
 }
 
-std::string types_list(std::span<const TensorType> types) {
-  std::string out = "(";
-  for (size_t i = 0; i < types.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += type_to_string(types[i]);
+void put_parameter_type(Writer& w, const Parameter& p) {
+  if (!p.is_weight()) {
+    put_type(w, p.type());
+    return;
   }
-  return out + ")";
+  w.put("<Ref[Tensor[");
+  w.put(dtype_name(p.type().dtype));
+  w.put("]], ");
+  put_shape(w, p.type().shape);
+  w.put('>');
 }
 
-std::string parameter_type(const Parameter& p) {
-  if (!p.is_weight()) return type_to_string(p.type());
-  return detail::str_cat("<Ref[Tensor[", dtype_name(p.type().dtype), "]], ",
-                         shape_to_string(p.type().shape), ">");
-}
-
-void print_block(std::ostream& out, const Graph& graph, const std::string& path,
+void print_block(Writer& w, const Graph& graph, std::string_view path,
                  const PrintOptions& options) {
   ValueNamer namer(graph);
-  out << "subgraph @" << path << "(";
+  w.put("subgraph @");
+  w.put(path);
+  w.put('(');
   for (size_t i = 0; i < graph.num_parameters(); ++i) {
     const Parameter* p = graph.parameter(i);
-    if (i > 0) out << ", ";
-    out << namer.name(Value(const_cast<Parameter*>(p))) << ": " << parameter_type(*p);
+    if (i > 0) w.put(", ");
+    namer.put(w, Value(const_cast<Parameter*>(p)));
+    w.put(": ");
+    put_parameter_type(w, *p);
   }
-  out << ") {\n";
+  w.put(") {\n");
   for (size_t i = 0; i < graph.num_constants(); ++i) {
     const Constant* c = graph.constant(i);
-    out << "  " << namer.name(Value(const_cast<Constant*>(c))) << " = Constant "
-        << type_to_string(c->type()) << " [";
+    w.put("  ");
+    namer.put(w, Value(const_cast<Constant*>(c)));
+    w.put(" = Constant ");
+    put_type(w, c->type());
+    w.put(" [");
     const size_t n = static_cast<size_t>(num_elements(c->type().shape));
-    for (size_t k = 0; k < n; ++k) out << (k > 0 ? ", " : "") << format_element(*c, k);
-    out << "]\n";
+    for (size_t k = 0; k < n; ++k) {
+      if (k > 0) w.put(", ");
+      put_element(w, *c, k);
+    }
+    w.put("]\n");
   }
   for (const Node& node : graph.nodes()) {
-    out << "  " << namer.node_name(node) << " = " << node.op() << "(";
-    std::vector<TensorType> input_types;
+    w.put("  ");
+    namer.put_node(w, node);
+    w.put(" = ");
+    w.put(node.op());
+    w.put('(');
     for (size_t i = 0; i < node.num_inputs(); ++i) {
-      out << (i > 0 ? ", " : "") << namer.name(node.input(i));
-      input_types.push_back(node.input(i).type());
+      if (i > 0) w.put(", ");
+      namer.put(w, node.input(i));
     }
-    out << ")";
+    w.put(')');
     bool first = true;
     for (const auto& [name, value] : node.attrs()) {
       if (options.detail == Detail::kCompact && is_default(node, name, value)) continue;
-      out << (first ? " {" : ", ") << name << ": " << format_attr_value(value);
+      w.put(first ? " {" : ", ");
+      w.put(name);
+      w.put(": ");
+      put_attr_value(w, value);
       first = false;
     }
-    if (!first) out << "}";
-    out << " : " << types_list(input_types) << " -> " << types_list(node.output_types()) << "\n";
-    if (!node.scope().empty()) out << "      # scope: " << node.scope() << "\n";
+    if (!first) w.put('}');
+    w.put(" : (");
+    for (size_t i = 0; i < node.num_inputs(); ++i) {
+      if (i > 0) w.put(", ");
+      put_type(w, node.input(i).type());
+    }
+    w.put(") -> (");
+    const std::span<const TensorType> outputs = node.output_types();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (i > 0) w.put(", ");
+      put_type(w, outputs[i]);
+    }
+    w.put(")\n");
+    if (!node.scope().empty()) {
+      w.put("      # scope: ");
+      w.put(node.scope());
+      w.put('\n');
+    }
     if (options.detail == Detail::kFull && !node.location().empty()) {
-      out << "      # location: " << node.location() << "\n";
+      w.put("      # location: ");
+      w.put(node.location());
+      w.put('\n');
     }
   }
-  out << "  Return(";
+  w.put("  Return(");
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
-    out << (i > 0 ? ", " : "") << namer.name(graph.outputs()[i]);
+    if (i > 0) w.put(", ");
+    namer.put(w, graph.outputs()[i]);
   }
-  out << ")\n}\n";
+  w.put(")\n}\n");
 }
 
 size_t count_graphs(const Graph& graph) {
@@ -148,100 +353,52 @@ size_t count_graphs(const Graph& graph) {
   return n;
 }
 
-void print_nested(std::ostream& out, const Graph& graph, const std::string& prefix,
+void print_nested(Writer& w, const Graph& graph, const std::string& prefix,
                   const PrintOptions& options) {
   for (const Graph* sub : graph.subgraphs()) {
     const std::string path = prefix.empty() ? sub->name() : prefix + "/" + sub->name();
-    out << "\n";
-    print_block(out, *sub, path, options);
-    print_nested(out, *sub, path, options);
+    w.put('\n');
+    print_block(w, *sub, path, options);
+    print_nested(w, *sub, path, options);
   }
 }
 
 }  // namespace
 
 std::string format_float(double value) {
-  std::string s = shortest(value);
-  // Without a '.', 'e', "inf" or "nan" the parser would read an integer.
-  if (s.find_first_of(".eEna") == std::string::npos) s += ".0";
-  return s;
+  return to_text([&](Writer& w) { put_float(w, value); });
 }
 
 std::string quote_string(std::string_view text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          static constexpr char kHex[] = "0123456789abcdef";
-          out += "\\x";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        } else {
-          out += ch;
-        }
-    }
-  }
-  return out + "\"";
+  return to_text([&](Writer& w) { put_quoted(w, text); });
 }
 
 std::string format_attr_value(const AttrValue& value) {
-  return std::visit(
-      [](const auto& v) -> std::string {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, bool>) {
-          return v ? "true" : "false";
-        } else if constexpr (std::is_same_v<T, int64_t>) {
-          return std::to_string(v);
-        } else if constexpr (std::is_same_v<T, double>) {
-          return format_float(v);
-        } else if constexpr (std::is_same_v<T, std::string>) {
-          return quote_string(v);
-        } else if constexpr (std::is_same_v<T, DType>) {
-          return std::string(dtype_name(v));
-        } else {
-          std::string out = "[";
-          for (size_t i = 0; i < v.size(); ++i) {
-            if (i > 0) out += ", ";
-            if constexpr (std::is_same_v<T, std::vector<double>>) {
-              out += format_float(v[i]);
-            } else {
-              out += std::to_string(v[i]);
-            }
-          }
-          return out + "]";
-        }
-      },
-      value);
+  return to_text([&](Writer& w) { put_attr_value(w, value); });
+}
+
+void print_graph(TextSink& out, const Graph& graph, PrintOptions options) {
+  Writer w(out);
+  w.put("# IR entry: @");
+  w.put(graph.name());
+  w.put("\n# Total subgraphs: ");
+  w.put_number(count_graphs(graph));
+  w.put("\n\n");
+  print_block(w, graph, graph.name(), options);
+  print_nested(w, graph, "", options);
+  w.flush();
 }
 
 void print_graph(std::ostream& out, const Graph& graph, PrintOptions options) {
-  out << "# IR entry: @" << graph.name() << "\n";
-  out << "# Total subgraphs: " << count_graphs(graph) << "\n\n";
-  print_block(out, graph, graph.name(), options);
-  print_nested(out, graph, "", options);
+  StreamSink sink(out);
+  print_graph(sink, graph, options);
 }
 
 std::string print_graph(const Graph& graph, PrintOptions options) {
-  std::ostringstream out;
-  print_graph(out, graph, options);
-  return out.str();
+  std::string out;
+  StringSink sink(out);
+  print_graph(sink, graph, options);
+  return out;
 }
 
 void write_graph_file(const Graph& graph, const std::string& path, PrintOptions options) {
@@ -255,13 +412,18 @@ void write_graph_file(const Graph& graph, const std::string& path, PrintOptions 
 }
 
 std::string describe_node(const Graph& graph, const Node& node) {
-  ValueNamer namer(graph);
-  std::string out = namer.node_name(node) + " = " + node.op() + "(";
-  for (size_t i = 0; i < node.num_inputs(); ++i) {
-    if (i > 0) out += ", ";
-    out += namer.name(node.input(i));
-  }
-  return out + ")";
+  const ValueNamer namer(graph);
+  return to_text([&](Writer& w) {
+    namer.put_node(w, node);
+    w.put(" = ");
+    w.put(node.op());
+    w.put('(');
+    for (size_t i = 0; i < node.num_inputs(); ++i) {
+      if (i > 0) w.put(", ");
+      namer.put(w, node.input(i));
+    }
+    w.put(')');
+  });
 }
 
 }  // namespace mf::ir

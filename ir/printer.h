@@ -4,6 +4,7 @@
 
 #include <iosfwd>
 #include <string>
+#include <string_view>
 
 #include "ir/graph.h"
 
@@ -20,10 +21,20 @@ struct PrintOptions {
   Detail detail = Detail::kNormal;
 };
 
+// Receives the text of print_graph in pieces, in order. A caller that only needs a function of the
+// text (ir::canonical_digest hashes it) takes it this way instead of building the string, so the
+// format is defined once, here, whichever way it is consumed.
+class TextSink {
+ public:
+  virtual ~TextSink() = default;
+  virtual void append(std::string_view text) = 0;
+};
+
 // The whole graph: a header, then `graph` as the entry block and each nested subgraph as its own
 // block, named by its path below the entry (`@body`, `@body/inner`).
 std::string print_graph(const Graph& graph, PrintOptions options = {});
 void print_graph(std::ostream& out, const Graph& graph, PrintOptions options = {});
+void print_graph(TextSink& out, const Graph& graph, PrintOptions options = {});
 // Writes print_graph to `path`; InvalidArgument when the file cannot be written.
 void write_graph_file(const Graph& graph, const std::string& path, PrintOptions options = {});
 

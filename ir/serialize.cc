@@ -1,5 +1,8 @@
 #include "ir/serialize.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <unordered_map>
 #include <vector>
 
@@ -101,69 +104,90 @@ void fill_graph(const proto::IrGraph& message, Graph& target) {
   }
   const size_t n = static_cast<size_t>(message.nodes_size());
   std::vector<Node*> created(n, nullptr);
-  auto resolve = [&](const proto::IrValueRef& ref, std::string_view what) -> Value {
+  // `node` is the user's position, or n for a graph output; the message is built only on failure.
+  auto resolve = [&](const proto::IrValueRef& ref, size_t node) -> Value {
+    auto what = [&] {
+      return node < n ? detail::str_cat("an input of node ", node) : std::string("a graph output");
+    };
     switch (ref.kind()) {
       case proto::IrValueRef::PARAMETER:
-        MF_CHECK(ref.index() < target.num_parameters(), DataLoss, what, " names parameter ",
+        MF_CHECK(ref.index() < target.num_parameters(), DataLoss, what(), " names parameter ",
                  ref.index(), " of ", target.num_parameters());
         return target.parameter(ref.index());
       case proto::IrValueRef::CONSTANT:
-        MF_CHECK(ref.index() < target.num_constants(), DataLoss, what, " names constant ",
+        MF_CHECK(ref.index() < target.num_constants(), DataLoss, what(), " names constant ",
                  ref.index(), " of ", target.num_constants());
         return target.constant(ref.index());
       case proto::IrValueRef::NODE: {
-        MF_CHECK(ref.index() < n && created[ref.index()] != nullptr, DataLoss, what, " names node ",
-                 ref.index(), ", which does not exist yet");
-        Node* node = created[ref.index()];
-        MF_CHECK(ref.output() < node->num_outputs(), DataLoss, what, " names output ", ref.output(),
-                 " of a node with ", node->num_outputs());
-        return Value(node, ref.output());
+        MF_CHECK(ref.index() < n && created[ref.index()] != nullptr, DataLoss, what(),
+                 " names node ", ref.index(), ", which does not exist yet");
+        Node* node_ptr = created[ref.index()];
+        MF_CHECK(ref.output() < node_ptr->num_outputs(), DataLoss, what(), " names output ",
+                 ref.output(), " of a node with ", node_ptr->num_outputs());
+        return Value(node_ptr, ref.output());
       }
       default:
         break;
     }
-    MF_FAIL(DataLoss, what, " is not a value");
+    MF_FAIL(DataLoss, what(), " is not a value");
   };
-  // Nodes are created in dependency order (every operand exists first), then moved back into the
-  // stored program order, which need not be topological after a rewrite.
-  std::vector<std::vector<size_t>> users(n);
-  std::vector<size_t> pending(n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    for (const auto& ref : message.nodes(static_cast<int>(i)).inputs()) {
-      if (ref.kind() != proto::IrValueRef::NODE) continue;
-      MF_CHECK(ref.index() < n, DataLoss, "node ", i, " names node ", ref.index(), " of ", n);
-      users[ref.index()].push_back(i);
-      ++pending[i];
-    }
-  }
-  std::vector<size_t> ready;
-  for (size_t i = n; i-- > 0;) {
-    if (pending[i] == 0) ready.push_back(i);
-  }
-  size_t made = 0;
-  while (!ready.empty()) {
-    const size_t i = ready.back();
-    ready.pop_back();
+  auto create = [&](size_t i) {
     const proto::IrNode& node = message.nodes(static_cast<int>(i));
     std::vector<Value> inputs;
-    for (const auto& ref : node.inputs()) {
-      inputs.push_back(resolve(ref, detail::str_cat("an input of node ", i)));
-    }
+    inputs.reserve(static_cast<size_t>(node.inputs_size()));
+    for (const auto& ref : node.inputs()) inputs.push_back(resolve(ref, i));
     Attrs attrs;
     for (const auto& attr : node.attrs())
       attrs.insert_or_assign(attr.name(), attr_from_proto(attr));
     std::vector<TensorType> types;
+    types.reserve(static_cast<size_t>(node.output_types_size()));
     for (const auto& t : node.output_types()) types.push_back(type_from_proto(t));
     created[i] = target.create_node(nullptr, node.op(), std::move(inputs), std::move(attrs),
                                     std::move(types), NodeInfo{node.scope(), node.location()});
-    ++made;
-    for (size_t user : users[i]) {
-      if (--pending[user] == 0) ready.push_back(user);
+  };
+  // Nodes are created in dependency order (every operand exists first). The stored program order
+  // usually is one; when a rewrite left it otherwise, the nodes are created in a topological order
+  // and then moved back into the stored one.
+  bool topological = true;
+  for (size_t i = 0; i < n && topological; ++i) {
+    for (const auto& ref : message.nodes(static_cast<int>(i)).inputs()) {
+      if (ref.kind() == proto::IrValueRef::NODE && ref.index() >= i) {
+        topological = false;
+        break;
+      }
     }
   }
-  MF_CHECK(made == n, DataLoss, "the nodes of graph @", target.name(), " form a cycle");
-  for (Node* node : created) target.move_node(node, nullptr);
-  for (const auto& ref : message.outputs()) target.add_output(resolve(ref, "a graph output"));
+  if (topological) {
+    for (size_t i = 0; i < n; ++i) create(i);
+  } else {
+    std::vector<std::vector<size_t>> users(n);
+    std::vector<size_t> pending(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      for (const auto& ref : message.nodes(static_cast<int>(i)).inputs()) {
+        if (ref.kind() != proto::IrValueRef::NODE) continue;
+        MF_CHECK(ref.index() < n, DataLoss, "node ", i, " names node ", ref.index(), " of ", n);
+        users[ref.index()].push_back(i);
+        ++pending[i];
+      }
+    }
+    std::vector<size_t> ready;
+    for (size_t i = n; i-- > 0;) {
+      if (pending[i] == 0) ready.push_back(i);
+    }
+    size_t made = 0;
+    while (!ready.empty()) {
+      const size_t i = ready.back();
+      ready.pop_back();
+      create(i);
+      ++made;
+      for (size_t user : users[i]) {
+        if (--pending[user] == 0) ready.push_back(user);
+      }
+    }
+    MF_CHECK(made == n, DataLoss, "the nodes of graph @", target.name(), " form a cycle");
+    for (Node* node : created) target.move_node(node, nullptr);
+  }
+  for (const auto& ref : message.outputs()) target.add_output(resolve(ref, n));
   for (const auto& sub : message.subgraphs()) fill_graph(sub, *target.add_subgraph(sub.name()));
 }
 
@@ -243,10 +267,93 @@ std::unique_ptr<Graph> deserialize_graph(std::string_view bytes) {
   return graph_from_proto(message);
 }
 
+namespace {
+
+// The printer numbers nodes by position and leaves locations out below Detail::kFull; kNormal
+// prints every attribute, defaults included, so a changed default cannot hide.
+constexpr PrintOptions kCanonical{Detail::kNormal};
+
+// splitmix64's finalizer and murmur3's: two unrelated bijective mixers, one per lane.
+std::uint64_t mix_high(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+std::uint64_t mix_low(std::uint64_t z) {
+  z = (z ^ (z >> 33)) * 0xff51afd7ed558ccdULL;
+  z = (z ^ (z >> 33)) * 0xc4ceb9fe1a85ec53ULL;
+  return z ^ (z >> 33);
+}
+
+std::uint64_t load_le64(const unsigned char* p) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+// One 8-byte word into both lanes. Each lane mixes it differently (as is, and with its halves
+// swapped), so the lanes are two unrelated hashes rather than one hash twice.
+inline void absorb(std::uint64_t& high, std::uint64_t& low, std::uint64_t word) {
+  high = mix_high(high ^ word) + 0x9e3779b97f4a7c15ULL;
+  low = mix_low(low ^ ((word << 32) | (word >> 32))) + 0xd6e8feb86659fd93ULL;
+}
+
+class HashSink final : public TextSink {
+ public:
+  void append(std::string_view text) override { hasher.update(text); }
+  Hasher hasher;
+};
+
+}  // namespace
+
+std::string Digest::hex() const {
+  char text[33];
+  std::snprintf(text, sizeof(text), "%016llx%016llx", static_cast<unsigned long long>(high),
+                static_cast<unsigned long long>(low));
+  return text;
+}
+
+void Hasher::update(std::string_view bytes) {
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  size_t n = bytes.size();
+  size_t have = bytes_ % 8;
+  bytes_ += n;
+  if (have > 0) {
+    const size_t take = std::min(n, 8 - have);
+    std::memcpy(pending_ + have, p, take);
+    p += take, n -= take, have += take;
+    if (have < 8) return;
+    absorb(high_, low_, load_le64(pending_));
+  }
+  std::uint64_t high = high_, low = low_;
+  for (; n >= 8; p += 8, n -= 8) absorb(high, low, load_le64(p));
+  high_ = high, low_ = low;
+  std::memcpy(pending_, p, n);
+}
+
+Digest Hasher::finish() const {
+  // The tail word is zero-padded; the length goes in last, so "a" and "a\0" differ.
+  unsigned char tail[8] = {};
+  std::memcpy(tail, pending_, bytes_ % 8);
+  std::uint64_t high = high_, low = low_;
+  absorb(high, low, load_le64(tail));
+  return Digest{mix_high(high ^ bytes_), mix_low(low ^ (bytes_ * 0x9e3779b97f4a7c15ULL)), bytes_};
+}
+
+Digest digest_of(std::string_view bytes) {
+  Hasher hasher;
+  hasher.update(bytes);
+  return hasher.finish();
+}
+
 std::string canonical_form(const Graph& graph) {
-  // The printer numbers nodes by position and leaves locations out below Detail::kFull; kNormal
-  // prints every attribute, defaults included, so a changed default cannot hide.
-  return print_graph(graph, PrintOptions{Detail::kNormal});
+  return print_graph(graph, kCanonical);
+}
+
+Digest canonical_digest(const Graph& graph) {
+  HashSink sink;
+  print_graph(sink, graph, kCanonical);
+  return sink.hasher.finish();
 }
 
 }  // namespace mf::ir

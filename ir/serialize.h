@@ -3,6 +3,7 @@
 // serialize/deserialize are exact: print(deserialize(serialize(g)), kFull) == print(g, kFull).
 // Values are stored by position, so the bytes carry no pointers and no node ids.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,5 +35,31 @@ TensorType type_from_proto(const proto::IrTensorType& message);  // DataLoss on 
 // values), parameter and subgraph names, scopes and structure, with nodes numbered by position, so
 // node ids and source locations do not matter. Two graphs with equal canonical forms compile alike.
 std::string canonical_form(const Graph& graph);
+
+// A 128-bit hash of a byte sequence, fed in pieces: two independent 64-bit lanes over 8-byte
+// little-endian words, each word through a multiply-xorshift mixer. Equal bytes give equal digests
+// in every process and build, however they are split into pieces. It keys caches and detects
+// damage; it is not cryptographic.
+struct Digest {
+  std::uint64_t high = 0, low = 0;
+  std::uint64_t bytes = 0;  // how many bytes were hashed
+  bool operator==(const Digest&) const = default;
+  std::string hex() const;  // 32 lowercase hex digits, high lane first
+};
+class Hasher {
+ public:
+  void update(std::string_view bytes);
+  Digest finish() const;  // the digest of everything so far; update may go on afterwards
+
+ private:
+  std::uint64_t high_ = 0x6a09e667f3bcc908ULL, low_ = 0xbb67ae8584caa73bULL;
+  std::uint64_t bytes_ = 0;
+  unsigned char pending_[8] = {};  // the last bytes_ % 8 bytes, not yet a whole word
+};
+Digest digest_of(std::string_view bytes);
+
+// digest_of(canonical_form(graph)), without building the text: the printer's pieces go straight
+// into the hash. This is what cache keys use; it is the canonical form by construction.
+Digest canonical_digest(const Graph& graph);
 
 }  // namespace mf::ir

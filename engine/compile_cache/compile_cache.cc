@@ -1,22 +1,26 @@
 #include "engine/compile_cache/compile_cache.h"
 
-#include <dlfcn.h>
+#include <fcntl.h>
+#include <google/protobuf/arena.h>
+#include <link.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <system_error>
+#include <unordered_map>
 
 #include "base/error.h"
 #include "base/logging.h"
 #include "compile_cache.pb.h"
-#include "ir/printer.h"
 #include "ir/serialize.h"
 #include "ir/verifier.h"
 #include "passes/plan_memory.h"
@@ -55,26 +59,6 @@ std::uint64_t fnv1a(std::string_view bytes, std::uint64_t hash = 0xcbf29ce484222
   return hash;
 }
 
-// A second, unrelated 64-bit hash of the canonical graph: together with FNV-1a the graph digest is
-// 128 bits, so two different graphs sharing a digest is not a practical worry.
-std::uint64_t mix_hash(std::string_view bytes) {
-  auto mix = [](std::uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ bytes.size();
-  size_t i = 0;
-  for (; i + 8 <= bytes.size(); i += 8) {
-    std::uint64_t chunk;
-    std::memcpy(&chunk, bytes.data() + i, 8);
-    h = mix(h ^ chunk) + 0x9e3779b97f4a7c15ULL;
-  }
-  std::uint64_t tail = 0;
-  std::memcpy(&tail, bytes.data() + i, bytes.size() - i);
-  return mix(h ^ tail);
-}
-
 std::string hex64(std::uint64_t value) {
   char text[17];
   std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
@@ -99,22 +83,35 @@ std::string compiler_id() {
 
 // The engine library this code runs from, by size and modification time: a rebuilt engine (new
 // passes, new kernels) keeps its version number but must not trust what the old build stored.
+// Found with dl_iterate_phdr and one stat(): dladdr would scan the library's symbol table.
 const std::string& build_id() {
   static const std::string id = [] {
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(&compiler_id), &info) == 0 || info.dli_fname == nullptr) {
-      return std::string("unknown");
-    }
-    std::error_code ec;
-    const fs::path library = fs::canonical(info.dli_fname, ec);
-    if (ec) return std::string("unknown");
-    const auto size = fs::file_size(library, ec);
-    if (ec) return std::string("unknown");
-    const auto mtime = fs::last_write_time(library, ec);
-    if (ec) return std::string("unknown");
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch());
-    return library.filename().string() + " " + std::to_string(size) + " bytes, mtime " +
-           std::to_string(ns.count());
+    struct Found {
+      std::uintptr_t address;
+      std::string path;
+    } found{reinterpret_cast<std::uintptr_t>(&compiler_id), {}};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) {
+          auto& f = *static_cast<Found*>(data);
+          for (int i = 0; i < info->dlpi_phnum; ++i) {
+            const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+            const std::uintptr_t begin = info->dlpi_addr + ph.p_vaddr;
+            if (ph.p_type == PT_LOAD && f.address >= begin && f.address < begin + ph.p_memsz) {
+              // The main program has an empty name: the engine is linked into it.
+              f.path = info->dlpi_name[0] != '\0' ? info->dlpi_name : "/proc/self/exe";
+              return 1;
+            }
+          }
+          return 0;
+        },
+        &found);
+    struct stat st {};
+    if (found.path.empty() || ::stat(found.path.c_str(), &st) != 0) return std::string("unknown");
+    const std::string name = found.path == "/proc/self/exe"
+                                 ? std::string("the program")
+                                 : fs::path(found.path).filename().string();
+    return name + " " + std::to_string(st.st_size) + " bytes, mtime " +
+           std::to_string(std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);
   }();
   return id;
 }
@@ -124,13 +121,27 @@ std::chrono::system_clock::time_point to_system(fs::file_time_type t) {
       std::chrono::file_clock::to_sys(t));
 }
 
+// The whole file in one read (a hit reads its entry once; no stream buffering or copying).
 std::string read_file(const fs::path& path, bool* found) {
-  std::ifstream in(path, std::ios::binary);
-  *found = in.good();
-  if (!*found) return {};
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return std::move(bytes).str();
+  *found = false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  *found = true;
+  std::string bytes;
+  struct stat st {};
+  // One byte more than the size, so the read that sees the end needs no growth.
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) bytes.resize(static_cast<size_t>(st.st_size) + 1);
+  size_t size = 0;
+  for (;;) {
+    if (size == bytes.size()) bytes.resize(std::max<size_t>(4096, bytes.size() * 2));
+    const ssize_t got = ::read(fd, bytes.data() + size, bytes.size() - size);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;  // end of file; a read error reads as a truncated entry
+    size += static_cast<size_t>(got);
+  }
+  ::close(fd);
+  bytes.resize(size);
+  return bytes;
 }
 
 std::uint32_t read_le32(const char* p) {
@@ -145,9 +156,9 @@ std::string envelope(std::uint32_t header_bytes) {
   return out;
 }
 
-// The header of an entry's bytes (which may be only the first part of the file). DataLoss on
-// anything but a well-formed header.
-proto::CacheEntryHeader parse_header(std::string_view bytes, size_t* payload_offset) {
+// Reads the header of an entry's bytes (which may be only the first part of the file) into
+// `header`. DataLoss on anything but a well-formed header.
+void parse_header(std::string_view bytes, proto::CacheEntryHeader& header, size_t* payload_offset) {
   MF_CHECK(bytes.size() >= kEnvelopeBytes, DataLoss, "truncated: ", bytes.size(),
            " bytes, shorter than the envelope");
   MF_CHECK(std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) == 0, DataLoss,
@@ -156,7 +167,6 @@ proto::CacheEntryHeader parse_header(std::string_view bytes, size_t* payload_off
   MF_CHECK(length <= kMaxHeaderBytes && kEnvelopeBytes + length <= bytes.size(), DataLoss,
            "truncated: the header claims ", length, " bytes, the file has ",
            bytes.size() - kEnvelopeBytes);
-  proto::CacheEntryHeader header;
   MF_CHECK(header.ParseFromArray(bytes.data() + kEnvelopeBytes, static_cast<int>(length)), DataLoss,
            "the header does not parse");
   MF_CHECK(header.format().magic() == kHeaderMagic, DataLoss, "the header is not a modeflow ",
@@ -168,23 +178,38 @@ proto::CacheEntryHeader parse_header(std::string_view bytes, size_t* payload_off
            "written by engine version ", header.format().engine_version(), ", this is ",
            compile_cache_engine_version());
   *payload_offset = kEnvelopeBytes + length;
+}
+
+proto::CacheEntryHeader parse_header(std::string_view bytes) {
+  proto::CacheEntryHeader header;
+  size_t offset = 0;
+  parse_header(bytes, header, &offset);
   return header;
 }
 
 // The header and the checksummed payload of a whole entry file.
-proto::CacheEntryPayload parse_entry(std::string_view bytes, proto::CacheEntryHeader* header_out) {
+void parse_entry(std::string_view bytes, proto::CacheEntryHeader& header,
+                 proto::CacheEntryPayload& payload) {
   size_t offset = 0;
-  proto::CacheEntryHeader header = parse_header(bytes, &offset);
-  const std::string_view payload = bytes.substr(offset);
-  MF_CHECK(payload.size() == header.payload_bytes(), DataLoss, "truncated or padded: the payload ",
-           "has ", payload.size(), " bytes, the header says ", header.payload_bytes());
-  MF_CHECK(fnv1a(payload) == header.payload_checksum(), DataLoss, "checksum mismatch: payload ",
-           hex64(fnv1a(payload)), ", header ", hex64(header.payload_checksum()));
-  proto::CacheEntryPayload message;
-  MF_CHECK(message.ParseFromArray(payload.data(), static_cast<int>(payload.size())), DataLoss,
+  parse_header(bytes, header, &offset);
+  const std::string_view stored = bytes.substr(offset);
+  MF_CHECK(stored.size() == header.payload_bytes(), DataLoss, "truncated or padded: the payload ",
+           "has ", stored.size(), " bytes, the header says ", header.payload_bytes());
+  const std::uint64_t checksum = fnv1a(stored);
+  MF_CHECK(checksum == header.payload_checksum(), DataLoss, "checksum mismatch: payload ",
+           hex64(checksum), ", header ", hex64(header.payload_checksum()));
+  MF_CHECK(payload.ParseFromArray(stored.data(), static_cast<int>(stored.size())), DataLoss,
            "the payload does not parse");
-  if (header_out != nullptr) *header_out = std::move(header);
-  return message;
+}
+
+// The header's components are exactly the key's, in order.
+bool same_components(const proto::CacheEntryHeader& header, const CacheKey& key) {
+  if (static_cast<size_t>(header.components_size()) != key.components.size()) return false;
+  for (size_t i = 0; i < key.components.size(); ++i) {
+    const proto::CacheKeyComponent& c = header.components(static_cast<int>(i));
+    if (c.name() != key.components[i].first || c.value() != key.components[i].second) return false;
+  }
+  return true;
 }
 
 std::vector<std::pair<std::string, std::string>> components_of(
@@ -227,10 +252,62 @@ void plan_to_proto(const runtime::Plan& plan, proto::CachePlan& out) {
   out.set_planned_peak_bytes(plan.planned_peak_bytes);
 }
 
-std::string serialize_plan(const runtime::Plan& plan) {
-  proto::CachePlan message;
-  plan_to_proto(plan, message);
-  return message.SerializeAsString();
+template <typename A, typename B>
+bool same_ints(const A& ours, const B& stored) {
+  return static_cast<size_t>(stored.size()) == ours.size() &&
+         std::equal(ours.begin(), ours.end(), stored.begin());
+}
+
+bool same_type(const ir::TensorType& type, const proto::IrTensorType& stored) {
+  return stored.dtype() == static_cast<std::uint32_t>(type.dtype) &&
+         same_ints(type.shape, stored.shape());
+}
+
+// plan_to_proto(plan) would equal `stored`, field by field, without building the message: the
+// check a hit makes on the rebuilt plan. Every field plan_to_proto writes is compared here.
+bool same_plan(const runtime::Plan& plan, const proto::CachePlan& stored) {
+  if (static_cast<size_t>(stored.slots_size()) != plan.slots.size() ||
+      static_cast<size_t>(stored.steps_size()) != plan.steps.size() ||
+      stored.arena_bytes() != plan.arena_bytes ||
+      stored.planned_peak_bytes() != plan.planned_peak_bytes ||
+      !same_ints(plan.parameters, stored.parameters()) ||
+      !same_ints(plan.outputs, stored.outputs())) {
+    return false;
+  }
+  for (size_t i = 0; i < plan.slots.size(); ++i) {
+    const runtime::Slot& slot = plan.slots[i];
+    const proto::CachePlanSlot& s = stored.slots(static_cast<int>(i));
+    if (s.kind() != static_cast<std::uint32_t>(slot.kind) || s.index() != slot.index ||
+        s.offset() != slot.offset || s.bytes() != slot.bytes || s.is_output() != slot.is_output ||
+        !same_type(slot.type, s.type())) {
+      return false;
+    }
+  }
+  std::unordered_map<const ir::Node*, std::uint64_t> positions;
+  if (plan.graph != nullptr) {
+    positions.reserve(plan.graph->num_nodes());
+    for (const ir::Node& node : plan.graph->nodes()) positions.emplace(&node, positions.size());
+  }
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const runtime::Step& step = plan.steps[i];
+    const proto::CachePlanStep& s = stored.steps(static_cast<int>(i));
+    auto it = positions.find(step.node);
+    const std::uint64_t position = it == positions.end() ? ~std::uint64_t{0} : it->second;
+    if (s.node_position() != position || s.in_place() != step.in_place ||
+        !same_ints(step.inputs, s.inputs()) || !same_ints(step.outputs, s.outputs()) ||
+        !same_ints(step.release_after, s.release_after()) ||
+        !same_ints(step.depends_on, s.depends_on())) {
+      return false;
+    }
+    int sub = 0;  // plan_to_proto writes only the subplans that exist
+    for (const auto& subplan : step.subplans) {
+      if (!subplan) continue;
+      if (sub >= s.subplans_size() || !same_plan(*subplan, s.subplans(sub))) return false;
+      ++sub;
+    }
+    if (sub != s.subplans_size()) return false;
+  }
+  return true;
 }
 
 // An entry's header fields as the ls/verify listing wants them.
@@ -308,12 +385,14 @@ CacheKey make_cache_key(const ir::Graph& traced, const ir::TensorType& input,
                         const context::Fingerprint& fingerprint) {
   CacheKey key;
   auto& parts = key.components;
+  parts.reserve(fingerprint.components.size() + 9);
   parts.emplace_back("cache.format", std::to_string(kCompileCacheFormatVersion));
   parts.emplace_back("graph.name", traced.name());
-  const std::string canonical = ir::canonical_form(traced);
-  parts.emplace_back("graph.digest", hex64(fnv1a(canonical)) + hex64(mix_hash(canonical)) + " (" +
-                                         std::to_string(count_nodes(traced)) + " nodes, " +
-                                         std::to_string(canonical.size()) + " canonical bytes)");
+  // The digest of ir::canonical_form(traced), hashed as the printer writes it (no text is built).
+  const ir::Digest digest = ir::canonical_digest(traced);
+  parts.emplace_back("graph.digest", digest.hex() + " (" + std::to_string(count_nodes(traced)) +
+                                         " nodes, " + std::to_string(digest.bytes) +
+                                         " canonical bytes)");
   parts.emplace_back("input", ir::type_to_string(input));
   // The fingerprint walks the key tables, so a new compile-relevant key reaches the cache key too.
   std::string jit = "?";
@@ -356,12 +435,18 @@ std::optional<LoadedEntry> CompileCache::load(const CacheKey& key, const ir::Gra
   const std::string bytes = read_file(path, &found);
   if (!found) return std::nullopt;  // never stored, or deleted since it was listed
   try {
-    proto::CacheEntryHeader header;
-    const proto::CacheEntryPayload payload = parse_entry(bytes, &header);
-    MF_CHECK(header.key() == key.hex && components_of(header) == key.components &&
-                 header.summary() == key.summary,
-             DataLoss,
-             "its key components are not the ones asked for (a renamed file or a hash collision)");
+    // One arena for both messages: parsing allocates hundreds of small strings and submessages,
+    // and the arena frees them all at once.
+    google::protobuf::ArenaOptions arena_options;
+    arena_options.start_block_size = 4 * bytes.size() + 4096;
+    google::protobuf::Arena arena(arena_options);
+    auto& header = *google::protobuf::Arena::CreateMessage<proto::CacheEntryHeader>(&arena);
+    auto& payload = *google::protobuf::Arena::CreateMessage<proto::CacheEntryPayload>(&arena);
+    parse_entry(bytes, header, payload);
+    MF_CHECK(
+        header.key() == key.hex && same_components(header, key) && header.summary() == key.summary,
+        DataLoss,
+        "its key components are not the ones asked for (a renamed file or a hash collision)");
     LoadedEntry loaded;
     loaded.compiled.graph = ir::graph_from_proto(payload.graph());
     const ir::Graph& graph = *loaded.compiled.graph;
@@ -375,15 +460,15 @@ std::optional<LoadedEntry> CompileCache::load(const CacheKey& key, const ir::Gra
                DataLoss, "stored parameter ", i, " '", a->name(), "' differs from the traced '",
                b->name(), "'");
     }
-    try {
-      ir::verify(graph);
-    } catch (const Error& e) {
-      MF_FAIL(DataLoss, "the stored graph does not verify: ", e.message());
-    }
+    // No ir::verify here: store() verified this graph before writing it, the checksum proves these
+    // are the bytes it wrote, and the key's build.id proves this build wrote them (the same
+    // verifier, the same deserializer). graph_from_proto still refuses impossible structure, and
+    // the plan check below still ties the rebuilt graph to what the writer planned.
     auto plan = std::make_shared<runtime::Plan>(passes::plan_memory(graph, options));
-    MF_CHECK(serialize_plan(*plan) == payload.plan().SerializeAsString(), DataLoss,
+    MF_CHECK(same_plan(*plan, payload.plan()), DataLoss,
              "the memory plan rebuilt from the stored graph differs from the stored plan");
     loaded.compiled.plan = std::move(plan);
+    loaded.compiled.passes.reserve(static_cast<size_t>(payload.passes_size()));
     for (const auto& record : payload.passes()) {
       loaded.compiled.passes.push_back(
           {record.name(), record.changed(), record.millis(), record.summary()});
@@ -413,6 +498,13 @@ bool CompileCache::store(const CacheKey& key, const passes::CompiledGraph& compi
   };
   std::string bytes;
   try {
+    // Only a graph that verifies is stored: load() trusts the checksummed bytes instead of
+    // verifying again.
+    try {
+      ir::verify(*compiled.graph);
+    } catch (const Error& e) {
+      MF_FAIL(Internal, "the compiled graph does not verify: ", e.message());
+    }
     proto::CacheEntryPayload payload;
     ir::graph_to_proto(*compiled.graph, *payload.mutable_graph());
     plan_to_proto(*compiled.plan, *payload.mutable_plan());
@@ -548,8 +640,7 @@ std::vector<CacheEntryInfo> CompileCache::list() const {
           bytes += header;
         }
       }
-      size_t offset = 0;
-      fill_info(parse_header(bytes, &offset), info);
+      fill_info(parse_header(bytes), info);
     } catch (const std::exception& e) {
       info.problem = e.what();
     }
@@ -571,11 +662,18 @@ std::vector<CacheEntryInfo> CompileCache::verify() const {
     if (!found) continue;
     try {
       proto::CacheEntryHeader header;
-      const proto::CacheEntryPayload payload = parse_entry(bytes, &header);
+      proto::CacheEntryPayload payload;
+      parse_entry(bytes, header, payload);
       fill_info(header, info);
       MF_CHECK(header.key() == info.key, DataLoss, "the file name says ", info.key, ", the header ",
                header.key());
-      ir::graph_from_proto(payload.graph());
+      // The deep check load() leaves to store(): the stored graph verifies.
+      const std::unique_ptr<ir::Graph> graph = ir::graph_from_proto(payload.graph());
+      try {
+        ir::verify(*graph);
+      } catch (const Error& e) {
+        MF_FAIL(DataLoss, "the stored graph does not verify: ", e.message());
+      }
     } catch (const std::exception& e) {
       info.problem = e.what();
     }
@@ -674,10 +772,11 @@ CacheLookup lookup_compiled(const context::Policy& policy, const ir::Graph& trac
   std::optional<LoadedEntry> loaded = cache.load(out.key, traced, options, &problem);
   if (loaded) {
     out.compiled = std::move(loaded->compiled);
-    char text[96];
-    std::snprintf(text, sizeof(text), "loaded, no pass ran; compiling took %.3g ms when stored",
-                  loaded->original_compile_ms);
-    out.note = text;
+    char ms[32];  // as printf's %.3g
+    const auto written = std::to_chars(ms, ms + sizeof(ms), loaded->original_compile_ms,
+                                       std::chars_format::general, 3);
+    out.note =
+        "loaded, no pass ran; compiling took " + std::string(ms, written.ptr) + " ms when stored";
     return out;
   }
   if (problem.empty()) {

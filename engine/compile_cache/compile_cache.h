@@ -47,7 +47,8 @@ struct CacheKey {
   std::string summary;  // "Transformer <Tensor[Float32], (4, 16, 32)> jit O1"
 };
 
-// Components: cache.format, graph.name, graph.digest (of ir::canonical_form), input, every
+// Components: cache.format, graph.name, graph.digest (ir::canonical_digest: the 128-bit digest of
+// ir::canonical_form, hashed as it is printed), input, every
 // component of the context fingerprint, engine.version, build.compiler, build.ndebug, build.id (the
 // engine library's size and modification time, so a rebuilt engine never trusts entries of another
 // build with the same version number).
@@ -96,23 +97,27 @@ class CompileCache {
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path entry_path(const std::string& key_hex) const;
 
-  // The entry for key, rebuilt and checked: header, version, key components, checksum, graph
-  // verification against `traced`'s parameters, and the memory plan rebuilt with `options` equal to
-  // the stored one. nullopt on a miss; a damaged or foreign entry is a warning and a miss (*problem
-  // says why). A hit marks the entry used.
+  // The entry for key, rebuilt and checked: header, version, key components, payload checksum,
+  // the graph's structure and its parameters against `traced`'s, and the memory plan rebuilt with
+  // `options` equal to the stored one. The graph is not verified again: store() stores only graphs
+  // that verify, and the checksum and the key's build.id prove these are the bytes this build
+  // wrote. nullopt on a miss; a damaged or foreign entry is a warning and a miss (*problem says
+  // why). A hit marks the entry used.
   std::optional<LoadedEntry> load(const CacheKey& key, const ir::Graph& traced,
                                   const passes::CompileOptions& options,
                                   std::string* problem = nullptr) const;
 
-  // Writes the entry atomically (temporary file in the directory, then rename), then evicts least
-  // recently used entries beyond the size bound. Returns false, with a warning and *problem, when
+  // Verifies the compiled graph (a graph that does not verify is not stored), writes the entry
+  // atomically (temporary file in the directory, then rename), then evicts least recently used
+  // entries beyond the size bound. Returns false, with a warning and *problem, when
   // the directory cannot be written; the caller runs on uncached.
   bool store(const CacheKey& key, const passes::CompiledGraph& compiled, double compile_ms,
              std::string* problem = nullptr) const;
 
   // Entries (not temporaries) with their headers read; unreadable headers have `problem` set.
   std::vector<CacheEntryInfo> list() const;
-  // Like list(), but every payload is read and its checksum and structure checked.
+  // Like list(), but every payload is read, its checksum checked and its graph rebuilt and
+  // verified.
   std::vector<CacheEntryInfo> verify() const;
   // Removes every entry and leftover temporary; returns how many entries went.
   size_t clear() const;

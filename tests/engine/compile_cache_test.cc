@@ -28,6 +28,7 @@
 #include "engine/ops.h"
 #include "engine/trace.h"
 #include "engine_fixture.h"
+#include "ir/serialize.h"
 
 namespace mf {
 namespace {
@@ -162,6 +163,66 @@ TEST_F(CompileCacheTest, KeyHasEveryComponent) {
         << component.first;
   }
   EXPECT_EQ(engine::make_cache_key(*t.trace.graph, t.input.type(), t.fingerprint).hex, t.key.hex);
+}
+
+// The key's graph digest is the digest of the canonical text (hashed as it is printed, never
+// built), for every sample network's trace and for what the passes make of it (calls, fused
+// bodies).
+TEST_F(CompileCacheTest, GraphDigestIsTheDigestOfTheCanonicalForm) {
+  use_cache({{"jit_config", {{"jit_level", "O1"}}}, {"graph_kernel_flags", "--opt_level=3"}});
+  for (const auto& spec : models::all_nets()) {
+    SCOPED_TRACE(spec.name);
+    Traced t = trace(spec.name);
+    const std::string text = ir::canonical_form(*t.trace.graph);
+    const auto digest = std::find_if(t.key.components.begin(), t.key.components.end(),
+                                     [](const auto& c) { return c.first == "graph.digest"; });
+    ASSERT_NE(digest, t.key.components.end());
+    EXPECT_TRUE(digest->second.starts_with(ir::digest_of(text).hex() + " ")) << digest->second;
+    EXPECT_NE(digest->second.find(std::to_string(text.size()) + " canonical bytes"),
+              std::string::npos)
+        << digest->second;
+    const passes::CompiledGraph compiled =
+        passes::compile(std::move(t.trace.graph), engine::compile_options_from(t.policy, "test"));
+    EXPECT_EQ(ir::canonical_digest(*compiled.graph),
+              ir::digest_of(ir::canonical_form(*compiled.graph)));
+  }
+}
+
+// A hit rebuilds the memory plan and compares it with the stored one field by field: under other
+// planning options (which the key normally keeps apart) the entry is refused, not trusted.
+TEST_F(CompileCacheTest, ARebuiltPlanThatDiffersFromTheStoredOneIsRefused) {
+  use_cache({{"jit_config", {{"jit_level", "O1"}}}});
+  run("transformer");
+  const Traced t = trace("transformer");
+  const CompileCache cache(dir());
+  passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
+  ASSERT_TRUE(cache.load(t.key, *t.trace.graph, options).has_value());
+  options.memory_level = options.memory_level == passes::MemoryLevel::kO0
+                             ? passes::MemoryLevel::kO1
+                             : passes::MemoryLevel::kO0;
+  std::string problem;
+  EXPECT_FALSE(cache.load(t.key, *t.trace.graph, options, &problem).has_value());
+  EXPECT_NE(problem.find("memory plan rebuilt from the stored graph differs"), std::string::npos)
+      << problem;
+}
+
+// load() does not verify the graph again because store() stores only graphs that verify.
+TEST_F(CompileCacheTest, StoreRefusesAGraphThatDoesNotVerify) {
+  use_cache();
+  const Traced t = trace("mlp");
+  passes::CompiledGraph bad;
+  bad.graph = std::make_unique<ir::Graph>("Bad");
+  ir::Parameter* x = bad.graph->add_parameter("x", {DType::kFloat32, {2}});
+  // neg of a (2) tensor declared to give (3): the verifier's type inference disagrees.
+  bad.graph->add_output(
+      bad.graph->create_node(nullptr, "neg", {x}, {}, {ir::TensorType{DType::kFloat32, {3}}}));
+  std::string problem;
+  const auto saved = log::logger().level();
+  log::set_level(spdlog::level::off);
+  EXPECT_FALSE(CompileCache(dir()).store(t.key, bad, 1.0, &problem));
+  log::set_level(saved);
+  EXPECT_NE(problem.find("does not verify"), std::string::npos) << problem;
+  EXPECT_TRUE(entries().empty());
 }
 
 // Walks the fingerprint: each component changed alone gives another key, a miss, and an explanation

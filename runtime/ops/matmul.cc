@@ -23,6 +23,10 @@ using ConstMatrixMap = Eigen::Map<const RowMatrix<T>, 0, Eigen::OuterStride<>>;
 // Multiply-adds per parallel block: enough that packing B once per block stays a small overhead.
 constexpr int64_t kBlockMacs = int64_t{1} << 18;
 constexpr int64_t kMinBlockRows = 16;
+// At most this many row blocks per matrix: every block packs all of B again (Eigen packs the
+// row-major product's B as its left operand), so 64 blocks of 16 rows spent as long packing B as
+// multiplying (transformer: gemm_pack_lhs 35% of the run). Eight blocks still feed the threads.
+constexpr int64_t kMaxRowBlocks = 8;
 
 struct GemmShape {
   int64_t m = 0, k = 0, n = 0;
@@ -135,8 +139,10 @@ void matmul_kernel(const ir::KernelContext& ctx) {
       batch_offsets(Shape(tb.shape.begin(), tb.shape.end() - 2), out_batch);
   const int64_t batches = ir::num_elements(out_batch);
   if (s.m == 0 || s.n == 0 || batches == 0) return;
+  // Blocks depend on the shape alone, never on the thread count: results are reproducible.
   const int64_t block_rows =
-      std::min(s.m, std::max(kMinBlockRows, kBlockMacs / std::max<int64_t>(1, s.k * s.n)));
+      std::min(s.m, std::max({kMinBlockRows, kBlockMacs / std::max<int64_t>(1, s.k * s.n),
+                              (s.m + kMaxRowBlocks - 1) / kMaxRowBlocks}));
   const int64_t blocks_per_matrix = (s.m + block_rows - 1) / block_rows;
   ir::visit_dtype(tc.dtype, [&](auto tag) {
     using T = decltype(tag);

@@ -1,6 +1,8 @@
 // expand-composite-ops on IR text: each composite op becomes the basic ops its expander declares;
-// the default expansion only where bit-exact; --enable_expand_ops forces, --disable_expand_ops and
-// --enable_expand_ops_only restrict.
+// by default elementwise composites stay whole and others expand only where bit-exact;
+// --enable_expand_ops forces, --disable_expand_ops and --enable_expand_ops_only restrict.
+
+#include <filesystem>
 
 #include "tests/passes/fusion_test_util.h"
 
@@ -10,14 +12,34 @@ namespace {
 using testing::expand;
 using testing::fusion_options;
 
-TEST(ExpandCompositeOpsTest, SigmoidAndSquareExpandToBasicOps) {
-  auto r = testing::run_pass(*make_expand_composite_ops(fusion_options(1)), R"(
+constexpr const char* kSigmoidSquare = R"(
 subgraph @main(%para1_x: f32(3)) {
   %0 = sigmoid(%para1_x) : (f32(3)) -> (f32(3))
   %1 = square(%0) : (f32(3)) -> (f32(3))
   Return(%1)
 }
-)");
+)";
+
+TEST(ExpandCompositeOpsTest, ElementwiseCompositesStayWholeByDefault) {
+  const auto dir = std::filesystem::temp_directory_path() / "mf_expand_whole_test";
+  std::filesystem::remove_all(dir);
+  CompileOptions options = fusion_options(1);
+  options.fusion.dump_as_text = true;
+  options.dump.dir = dir;
+  auto r = testing::run_pass(*make_expand_composite_ops(options), kSigmoidSquare);
+  EXPECT_FALSE(r.changed) << "their own tile math fuses whole, in one pass";
+  const std::string text =
+      testing::read_file(dir / "graph_kernel_dump" / "expand-composite-ops.txt");
+  EXPECT_NE(text.find("sigmoid#0"), std::string::npos) << text;
+  EXPECT_NE(text.find("an elementwise composite joins a fused kernel whole"), std::string::npos)
+      << text;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ExpandCompositeOpsTest, SigmoidAndSquareExpandToBasicOpsWhenNamed) {
+  CompileOptions options = fusion_options(1);
+  options.fusion.enable_expand_ops = {"sigmoid", "square"};
+  auto r = testing::run_pass(*make_expand_composite_ops(options), kSigmoidSquare);
   EXPECT_TRUE(r.changed);
   EXPECT_EQ(r.text, expand(R"(
 subgraph @main(%para1_x: f32(3)) {
@@ -40,19 +62,27 @@ subgraph @main(%para1_x: f32(4, 10)) {
 }
 )";
 
-TEST(ExpandCompositeOpsTest, SoftmaxExpandsOnlyWhereBitExactUnlessAsked) {
+constexpr const char* kSoftmaxFirstAxis = R"(
+subgraph @main(%para1_x: f32(4, 10)) {
+  %0 = softmax(%para1_x) {axis: 0} : (f32(4, 10)) -> (f32(4, 10))
+  Return(%0)
+}
+)";
+
+TEST(ExpandCompositeOpsTest, SoftmaxExpandsWhenStitchedAndOnlyWhereBitExactUnlessAsked) {
   auto r = testing::run_pass(*make_expand_composite_ops(fusion_options(1)), kSoftmaxOdd);
-  EXPECT_FALSE(r.changed) << "rows of 10 are not whole SIMD vectors: the kernel rounds differently";
-  CompileOptions options = fusion_options(1);
-  options.fusion.enable_expand_ops = {"softmax"};
-  r = testing::run_pass(*make_expand_composite_ops(options), kSoftmaxOdd);
   EXPECT_FALSE(r.changed) << "without stitching the row kernel beats its expansion";
-  options = fusion_options(3);
-  options.fusion.enable_expand_ops = {"softmax"};
-  r = testing::run_pass(*make_expand_composite_ops(options), kSoftmaxOdd);
-  EXPECT_TRUE(r.changed);
+  r = testing::run_pass(*make_expand_composite_ops(fusion_options(3)), kSoftmaxOdd);
+  EXPECT_TRUE(r.changed) << "over the last axis the expansion rounds as the kernel, any row length";
   EXPECT_NE(r.text.find("reduce_max("), std::string::npos) << r.text;
   EXPECT_NE(r.text.find("reduce_sum("), std::string::npos) << r.text;
+  EXPECT_EQ(r.text.find("softmax("), std::string::npos) << r.text;
+  r = testing::run_pass(*make_expand_composite_ops(fusion_options(3)), kSoftmaxFirstAxis);
+  EXPECT_FALSE(r.changed) << "over another axis the kernel sums column-wise, in another order";
+  CompileOptions options = fusion_options(3);
+  options.fusion.enable_expand_ops = {"softmax"};
+  r = testing::run_pass(*make_expand_composite_ops(options), kSoftmaxFirstAxis);
+  EXPECT_TRUE(r.changed);
   EXPECT_EQ(r.text.find("softmax("), std::string::npos) << r.text;
 }
 
@@ -66,6 +96,7 @@ subgraph @main(%para1_x: f32(3)) {
 )";
   CompileOptions options = fusion_options(1);
   options.fusion.disable_expand_ops = {"sigmoid"};
+  options.fusion.enable_expand_ops = {"gelu_erf"};
   auto r = testing::run_pass(*make_expand_composite_ops(options), text);
   EXPECT_NE(r.text.find("sigmoid("), std::string::npos) << r.text;
   EXPECT_EQ(r.text.find("gelu_erf("), std::string::npos) << r.text;

@@ -65,13 +65,6 @@ TEST(FusionPipelineTest, FlagsAddAndRemoveFusionPasses) {
   EXPECT_FALSE(has_row(rows_of(o), "stitch-fusion | --enable_stitch_fusion | "));
 }
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(FusionPipelineTest, DumpExplainsFusedAndRejectedCandidates) {
   const auto dir = std::filesystem::temp_directory_path() / "mf_fusion_dump_test";
   std::filesystem::remove_all(dir);
@@ -91,7 +84,7 @@ subgraph @main(%para1_x: f32(4, 16), %para2_y: f32(4, 16)) {
   options.fusion.disable_cluster_ops = {"mul"};
   options.dump.dir = dir;
   compile(std::move(graph), options);
-  const std::string text = read_file(dir / "graph_kernel_dump" / "elementwise-fusion.txt");
+  const std::string text = testing::read_file(dir / "graph_kernel_dump" / "elementwise-fusion.txt");
   EXPECT_NE(text.find("fused kernel @fused_"), std::string::npos) << text;
   EXPECT_NE(text.find("rule: elementwise chain"), std::string::npos) << text;
   EXPECT_NE(text.find("(enabled by opt_level 1)"), std::string::npos) << text;
@@ -120,7 +113,7 @@ subgraph @main(%para1_x: f32(8)) {
   options.fusion.composite_op_limit_size = 2;
   options.dump.dir = dir;
   compile(std::move(graph), options);
-  const std::string text = read_file(dir / "graph_kernel_dump" / "elementwise-fusion.txt");
+  const std::string text = testing::read_file(dir / "graph_kernel_dump" / "elementwise-fusion.txt");
   EXPECT_NE(text.find("exceeds composite_op_limit_size 2"), std::string::npos) << text;
   std::filesystem::remove_all(dir);
 }

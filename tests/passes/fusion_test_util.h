@@ -2,6 +2,9 @@
 // Fusion pass tests: run one fusion pass at a given opt_level on IR text and print the result
 // (the main graph, then the fused bodies).
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "base/error.h"
@@ -17,6 +20,14 @@ inline CompileOptions fusion_options(int level) {
   options.fusion.stitch = level >= 3;
   options.fusion.parallel = level >= 3;
   return options;
+}
+
+// A dump file's text ("" when it is missing).
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace mf::passes::testing

@@ -19,6 +19,9 @@ std::unique_ptr<Pass> make_elementwise_fusion(const CompileOptions& options);
 // "stitch-fusion" (opt_level 3 or --enable_stitch_fusion): reduce -> broadcast -> elementwise over
 // the same rows in one kernel (softmax, layer_norm).
 std::unique_ptr<Pass> make_stitch_fusion(const CompileOptions& options);
+// "matmul-epilogue-fusion" (opt_level 2): a matmul whose only user adds a bias row becomes one
+// matmul_bias node (the bias added to each row block while it is in cache).
+std::unique_ptr<Pass> make_matmul_epilogue_fusion(const CompileOptions& options);
 // "parallel-fusion" (opt_level 3 or --enable_parallel_fusion): independent small elementwise
 // kernels of the same shape run as one.
 std::unique_ptr<Pass> make_parallel_fusion(const CompileOptions& options);

@@ -20,7 +20,9 @@ std::string FusionReport::text() const {
   for (const std::string& line : notes_) out += "# " + line + "\n";
   out += "\n";
   for (const FusedKernelRecord& r : fused_) {
-    out += detail::str_cat("fused kernel @", r.body, " in @", r.graph, "\n");
+    // A fused node names its body subgraph (@fused_3); a fused op (matmul_bias#40) its node.
+    const std::string kernel = r.body.find('#') == std::string::npos ? "@" + r.body : r.body;
+    out += detail::str_cat("fused kernel ", kernel, " in @", r.graph, "\n");
     out += detail::str_cat("  rule: ", r.rule, " (enabled by opt_level ", r.level, ")\n");
     std::string members;
     for (const std::string& m : r.members) members += (members.empty() ? "" : ", ") + m;

@@ -12,8 +12,8 @@
 namespace mf::passes::fusion {
 
 struct FusedKernelRecord {
-  std::string graph;                 // the graph it is in ("main")
-  std::string body;                  // its body subgraph ("fused_3")
+  std::string graph;  // the graph it is in ("main")
+  std::string body;   // its body subgraph ("fused_3"), or a fused op ("matmul_bias#4")
   std::vector<std::string> members;  // "mul#12", in topological order
   std::string rule;                  // "elementwise chain with a reduce tail"
   int level = 1;                     // the opt_level that enabled the rule

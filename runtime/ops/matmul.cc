@@ -122,6 +122,20 @@ std::vector<int64_t> batch_offsets(const Shape& batch, const Shape& out) {
   return offsets;
 }
 
+// matmul_bias: matmul's checks, then a bias of n values (shape (n) or (1, n)) of the same dtype.
+std::vector<TensorType> infer_matmul_bias(std::span<const TensorType> in, const Attrs& attrs) {
+  std::vector<TensorType> out = infer_matmul(in.first(2), attrs);
+  const int64_t n = out[0].shape[1];
+  const TensorType& bias = in[2];
+  MF_CHECK(bias.dtype == in[0].dtype, InvalidArgument, "matmul_bias: the bias is ",
+           ir::dtype_name(bias.dtype), ", the product ", ir::dtype_name(in[0].dtype),
+           "; insert a cast");
+  MF_CHECK(bias.shape == Shape{n} || bias.shape == Shape({1, n}), InvalidArgument,
+           "matmul_bias: the bias must hold one value per output column, shape (", n, ") or (1, ",
+           n, "), got ", ir::shape_to_string(bias.shape));
+  return out;
+}
+
 void matmul_kernel(const ir::KernelContext& ctx) {
   const TensorType& ta = ctx.inputs[0].type;
   const TensorType& tb = ctx.inputs[1].type;
@@ -149,13 +163,21 @@ void matmul_kernel(const ir::KernelContext& ctx) {
     if constexpr (std::is_floating_point_v<T>) {
       const T* a = ctx.inputs[0].as<T>();
       const T* b = ctx.inputs[1].as<T>();
+      const T* bias = ctx.inputs.size() > 2 ? ctx.inputs[2].as<T>() : nullptr;
       T* c = ctx.outputs[0].as<T>();
       parallel_for(batches * blocks_per_matrix, 1, [&](int64_t begin, int64_t end) {
         for (int64_t item = begin; item < end; ++item) {
           const int64_t batch = item / blocks_per_matrix;
           const int64_t r0 = (item % blocks_per_matrix) * block_rows;
-          gemm_rows(a + a_off[batch] * s.m * s.k, b + b_off[batch] * s.k * s.n,
-                    c + batch * s.m * s.n, s, r0, std::min(s.m, r0 + block_rows));
+          const int64_t r1 = std::min(s.m, r0 + block_rows);
+          T* c_batch = c + batch * s.m * s.n;
+          gemm_rows(a + a_off[batch] * s.m * s.k, b + b_off[batch] * s.k * s.n, c_batch, s, r0, r1);
+          if (bias != nullptr) {
+            // The epilogue, while the block is in cache: the product rounded, then the bias
+            // added, as matmul followed by add round.
+            Eigen::Map<RowMatrix<T>> block(c_batch + r0 * s.n, r1 - r0, s.n);
+            block.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(bias, s.n);
+          }
         }
       });
     } else {
@@ -235,6 +257,34 @@ const ir::OpRegistration kMatmul =
         })
         .tolerance(1e-4)
         .doc("matrix product of two rank-2 tensors: (m, k) x (k, n) -> (m, n)");
+
+std::vector<RefTensor> matmul_bias_reference(std::span<const RefTensor> in, const Attrs& attrs) {
+  std::vector<RefTensor> out = matmul_reference(in.first(2), attrs);
+  const int64_t n = out[0].shape[1];
+  for (size_t i = 0; i < out[0].values.size(); ++i) out[0].values[i] += in[2].values[i % n];
+  return out;
+}
+
+// What matmul-epilogue fusion (opt_level 2) makes of a matmul whose only user adds a bias row.
+const ir::OpRegistration kMatmulBias =
+    ir::define_op("matmul_bias")
+        .arity(3)
+        .attr("transpose_a", ir::AttrKind::kBool, false, "use a's transpose")
+        .attr("transpose_b", ir::AttrKind::kBool, false, "use b's transpose")
+        .traits(Trait::kOpaque | Trait::kPure)
+        .infer(infer_matmul_bias)
+        .kernel(matmul_kernel)
+        .reference(matmul_bias_reference)
+        .samples({
+            sample({f32({3, 4}), f32({4, 5}), f32({5})}, transposes(false, false)),
+            sample({f32({4, 3}), f32({5, 4}), f32({1, 5})}, transposes(true, true)),
+            // Several row blocks in parallel.
+            sample({f32({130, 256}), f32({64, 256}), f32({64})}, transposes(false, true)),
+        })
+        .tolerance(1e-4)
+        .doc(
+            "matmul(a, b) + bias, the bias one value per output column, added to each row block "
+            "while it is in cache; rounds as matmul then add");
 
 const ir::OpRegistration kBatchMatmul =
     ir::define_op("batch_matmul")

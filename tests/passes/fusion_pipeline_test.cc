@@ -39,6 +39,9 @@ TEST(FusionPipelineTest, EachLevelAddsItsRows) {
   EXPECT_TRUE(
       has_row(rows, "common-subexpression-elimination | fusion opt_level 2 | fusion-simplify"));
   EXPECT_TRUE(has_row(rows, "algebraic-simplification | fusion opt_level 2 | fusion-simplify"));
+  EXPECT_TRUE(has_row(rows, "matmul-epilogue-fusion | fusion opt_level 2 | "));
+  EXPECT_FALSE(
+      has_row(rows_of(fusion_options(1)), "matmul-epilogue-fusion | fusion opt_level 2 | "));
   o = fusion_options(3);
   rows = rows_of(o);
   EXPECT_TRUE(has_row(rows, "stitch-fusion | fusion opt_level 3 | "));

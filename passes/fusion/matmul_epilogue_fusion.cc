@@ -1,0 +1,110 @@
+// matmul-epilogue-fusion (opt_level 2): a matmul whose only user adds a bias row to it (add with a
+// bias of shape (n) or (1, n), either operand order) becomes one matmul_bias node, which adds the
+// bias to each block of rows right after computing it, while the block is in cache: the sum is
+// never written and read back. Runs after elementwise-fusion, so it takes only adds that joined no
+// fused kernel (an add in a kernel already costs no pass of its own). Bit-exact: the product is
+// rounded, then the bias added, as the two ops do.
+
+#include <optional>
+
+#include "base/error.h"
+#include "passes/fusion/cluster.h"
+#include "passes/fusion/fusion_passes.h"
+#include "passes/fusion/fusion_report.h"
+
+namespace mf::passes {
+namespace {
+
+// Promise: rewrites only add(matmul(a, b), bias) where the matmul's result has no other use, and
+// replaces the add's uses by the new node's output.
+class MatmulEpilogueFusion final : public Pass {
+ public:
+  explicit MatmulEpilogueFusion(CompileOptions options) : options_(std::move(options)) {}
+
+  std::string_view name() const override { return "matmul-epilogue-fusion"; }
+
+  bool run(ir::Graph& graph) override {
+    fusion::FusionReport report(std::string(name()), options_);
+    bool changed = false;
+    for (ir::Graph* g : fusion::graphs_to_fuse(graph)) changed |= fuse_in(*g, report);
+    report.write();
+    return changed;
+  }
+
+ private:
+  struct Match {
+    ir::Node* matmul = nullptr;
+    ir::Value bias;
+  };
+
+  // The matmul and bias of add(matmul, bias) or add(bias, matmul); the reason when it is none.
+  static std::optional<Match> match(ir::Node& add, std::string* reason, std::string* target) {
+    for (size_t k = 0; k < 2; ++k) {
+      ir::Node* producer = add.input(k).node();
+      if (producer == nullptr || producer->op() != "matmul") continue;
+      const ir::Value bias = add.input(1 - k);
+      *target = "into " + fusion::node_name(*producer);
+      const ir::TensorType& product = producer->output_type();
+      const int64_t n = product.shape[1];
+      if (bias.type().dtype != product.dtype ||
+          !(bias.type().shape == ir::Shape{n} || bias.type().shape == ir::Shape({1, n}))) {
+        *reason = "its other operand " + ir::type_to_string(bias.type()) +
+                  " is not one bias value per column of the product";
+        return std::nullopt;
+      }
+      if (producer->uses().size() != 1 || add.output_type() != product) {
+        *reason = "the product is also used elsewhere, so it must be written anyway";
+        return std::nullopt;
+      }
+      return Match{producer, bias};
+    }
+    return std::nullopt;
+  }
+
+  bool fuse_in(ir::Graph& graph, fusion::FusionReport& report) {
+    std::vector<ir::Node*> adds;
+    for (ir::Node& node : graph.nodes()) {
+      if (node.op() == "add") adds.push_back(&node);
+    }
+    bool changed = false;
+    for (ir::Node* add : adds) {
+      std::string reason, target;
+      const std::optional<Match> m = match(*add, &reason, &target);
+      if (!m) {
+        if (!reason.empty()) {
+          report.rejected({graph.name(), fusion::node_name(*add), target, reason});
+        }
+        continue;
+      }
+      const ir::TensorType& product = m->matmul->output_type();
+      ir::Node* fused =
+          graph.insert_node(add, "matmul_bias", {m->matmul->input(0), m->matmul->input(1), m->bias},
+                            m->matmul->attrs(), m->matmul->info());
+      fusion::FusedKernelRecord record;
+      record.graph = graph.name();
+      record.body = fusion::node_name(*fused);
+      record.members = {fusion::node_name(*m->matmul), fusion::node_name(*add)};
+      record.rule = "matmul epilogue (bias add while each row block is in cache)";
+      record.level = 2;
+      record.bytes_saved =
+          2 * ir::num_elements(product.shape) * static_cast<int64_t>(ir::dtype_size(product.dtype));
+      record.kernel = "matmul_bias " + ir::type_to_string(product);
+      report.fused(std::move(record));
+      graph.replace_all_uses(add->output(), fused->output());
+      graph.erase_node(add);
+      graph.erase_node(m->matmul);
+      changed = true;
+    }
+    return changed;
+  }
+
+  CompileOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_matmul_epilogue_fusion(const CompileOptions& options) {
+  return std::make_unique<MatmulEpilogueFusion>(options);
+}
+
+}  // namespace mf::passes

@@ -1,5 +1,6 @@
 // mf bisect: on a correct engine nothing diverges; a deliberately broken rewrite, injected through
-// the test-only CompileOptions::extra_passes hook, is named as the first divergence.
+// the test-only CompileOptions::extra_passes hook, is named as the first divergence; a fused kernel
+// whose evaluation disagrees with its body run op by op is named as the culprit kernel.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -7,6 +8,7 @@
 #include "mf_cli.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +19,9 @@
 #include "context/context.h"
 #include "engine/bisect.h"
 #include "engine/models/registry.h"
+#include "engine/nn/cell.h"
+#include "engine/ops.h"
+#include "ir/op_def.h"
 #include "passes/pass.h"
 
 namespace mf {
@@ -43,6 +48,49 @@ class DoesNothing final : public passes::Pass {
  public:
   std::string_view name() const override { return "test-does-nothing"; }
   bool run(ir::Graph&) override { return false; }
+};
+
+// An elementwise op whose tile math (what a fused kernel calls) disagrees with its own kernel by
+// 0.5: PYNATIVE and unfused runs give 2x, its fused kernel 2x + 0.5. A broken fused kernel, for
+// bisect to name.
+void broken_tile(const void* const* in, uint32_t scalars, void* out, int64_t n) {
+  const float* x = static_cast<const float*>(in[0]);
+  float* y = static_cast<float*>(out);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[(scalars & 1u) ? 0 : i] * 2.0f + 0.5f;
+}
+
+ir::ElementwiseMath broken_math() {
+  ir::ElementwiseMath math;
+  math.by_dtype[static_cast<size_t>(ir::DType::kFloat32)] = &broken_tile;
+  return math;
+}
+
+const ir::OpRegistration kBrokenTile =
+    ir::define_op("test_broken_tile")
+        .arity(1)
+        .traits(ir::Trait::kElementwise | ir::Trait::kPure)
+        .infer([](std::span<const ir::TensorType> in, const ir::Attrs&) {
+          return std::vector<ir::TensorType>{in[0]};
+        })
+        .kernel([](const ir::KernelContext& ctx) {
+          const float* x = ctx.inputs[0].as<float>();
+          float* y = ctx.outputs[0].as<float>();
+          for (int64_t i = 0; i < ctx.inputs[0].size(); ++i) y[i] = x[i] * 2.0f;
+        })
+        .elementwise(broken_math())
+        .reference([](std::span<const ir::RefTensor> in, const ir::Attrs&) {
+          ir::RefTensor out = in[0];
+          for (double& v : out.values) v *= 2;
+          return std::vector<ir::RefTensor>{out};
+        })
+        .samples({{{ir::TensorType{ir::DType::kFloat32, {2}}}, {}}});
+
+class BrokenWhenFused : public nn::Cell {
+ public:
+  BrokenWhenFused() : Cell("BrokenWhenFused") {}
+  Tensor forward(const Tensor& x) override {
+    return ops::neg(ops::call("test_broken_tile", {ops::exp(x)}).front());
+  }
 };
 
 class BisectTest : public ::testing::Test {
@@ -86,6 +134,22 @@ TEST_F(BisectTest, NamesTheBrokenRewrite) {
   }
   EXPECT_EQ(report.cuts.size(), *report.first_divergence + 1);
   EXPECT_EQ(context::snapshot().get("mode"), mode_before);
+}
+
+TEST_F(BisectTest, NamesTheBrokenFusedKernel) {
+  context::set({{"jit_config", {{"jit_level", "O1"}}}, {"graph_kernel_flags", "--opt_level=1"}});
+  BrokenWhenFused net;
+  const engine::BisectReport report = engine::bisect(net, Tensor::randn({4, 8}, 3), {});
+  ASSERT_TRUE(report.first_divergence);
+  EXPECT_EQ(report.cuts[*report.first_divergence].after_pass, "elementwise-fusion");
+  ASSERT_EQ(report.fused_kernels.size(), 1u);
+  ASSERT_TRUE(report.first_divergent_kernel);
+  const engine::UnfusedCheck& check = report.unfused[*report.first_divergent_kernel];
+  EXPECT_NE(check.kernel.find("fused @fused_"), std::string::npos) << check.kernel;
+  // Run op by op, the kernel's body agrees with PYNATIVE; fused, it is 0.5 off.
+  EXPECT_TRUE(check.vs_fused.diverged);
+  EXPECT_NEAR(std::abs(check.vs_fused.value - check.vs_fused.reference), 0.5, 1e-5);
+  EXPECT_FALSE(check.vs_reference.diverged);
 }
 
 TEST_F(BisectTest, AHarmlessExtraPassIsCheckedToo) {

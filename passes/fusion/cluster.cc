@@ -520,7 +520,13 @@ bool run_clustering(ir::Graph& graph, std::string_view pass_name, const ClusterR
   FusionReport report(std::string(pass_name), options);
   Clusterer clusterer(rules, options.fusion, report);
   bool changed = false;
-  for (ir::Graph* g : graphs_to_fuse(graph)) changed |= clusterer.run(*g);
+  for (ir::Graph* g : graphs_to_fuse(graph)) {
+    if (!clusterer.run(*g)) continue;
+    // Constants that only members read now live in the bodies: the graph (and its dump) drops
+    // its copies.
+    g->erase_unused_constants();
+    changed = true;
+  }
   report.write();
   return changed;
 }

@@ -46,6 +46,32 @@ subgraph @main(%para1_x: f32(4, 8)) {
 }
 )";
 
+TEST(ElementwiseFusionTest, ConstantsMoveIntoTheBodyAndLeaveTheGraph) {
+  auto pass = make_elementwise_fusion(fusion_options(1));
+  auto r = testing::run_pass(*pass, R"(
+subgraph @main(%para1_x: f32(4)) {
+  %const1 = Constant <Tensor[Float32], ()> [1.5]
+  %0 = mul(%para1_x, %const1) : (f32(4), f32()) -> (f32(4))
+  %1 = exp(%0) : (f32(4)) -> (f32(4))
+  Return(%1)
+}
+)");
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(r.text, expand(R"(
+subgraph @main(%para1_x: f32(4)) {
+  %0 = fused(%para1_x) {graph: "fused_0"} : (f32(4)) -> (f32(4))
+  Return(%0)
+}
+
+subgraph @fused_0(%para1_x0: f32(4)) {
+  %const1 = Constant <Tensor[Float32], ()> [1.5]
+  %0 = mul(%para1_x0, %const1) : (f32(4), f32()) -> (f32(4))
+  %1 = exp(%0) : (f32(4)) -> (f32(4))
+  Return(%1)
+}
+)")) << r.text;
+}
+
 TEST(ElementwiseFusionTest, ReduceIsATailNotAProducerBelowLevel3) {
   auto pass = make_elementwise_fusion(fusion_options(2));
   auto r = testing::run_pass(*pass, kReduceThenBroadcast);

@@ -50,12 +50,17 @@ bool is_valid_ir_name(std::string_view name) {
 
 namespace {
 
+// Two vectorized scans: find_first_of("\r\n") would call memchr once per character.
+bool has_line_break(std::string_view text) {
+  return text.find('\n') != std::string_view::npos || text.find('\r') != std::string_view::npos;
+}
+
 void check_info(const NodeInfo& info, std::string_view op) {
   // Scope and location print on their own comment lines; a newline would end them early.
-  MF_CHECK(info.scope.find_first_of("\r\n") == std::string::npos, InvalidArgument, "scope of op '",
-           op, "' contains a line break");
-  MF_CHECK(info.location.find_first_of("\r\n") == std::string::npos, InvalidArgument,
-           "location of op '", op, "' contains a line break");
+  MF_CHECK(!has_line_break(info.scope), InvalidArgument, "scope of op '", op,
+           "' contains a line break");
+  MF_CHECK(!has_line_break(info.location), InvalidArgument, "location of op '", op,
+           "' contains a line break");
 }
 
 }  // namespace
@@ -144,21 +149,23 @@ Constant* Graph::add_constant(TensorType type, std::vector<uint8_t> bytes) {
   return constants_.back().get();
 }
 
-void Graph::check_value(Value value, std::string_view what) const {
+template <typename... What>
+void Graph::check_value(Value value, const What&... what) const {
   switch (value.kind()) {
     case ValueKind::kNone:
-      MF_FAIL(InvalidArgument, what, " is a null value");
+      MF_FAIL(InvalidArgument, what..., " is a null value");
     case ValueKind::kParameter:
-      MF_CHECK(value.parameter()->graph_ == this, InvalidArgument, what,
+      MF_CHECK(value.parameter()->graph_ == this, InvalidArgument, what...,
                " is a parameter of another graph");
       return;
     case ValueKind::kConstant:
-      MF_CHECK(value.constant()->graph_ == this, InvalidArgument, what,
+      MF_CHECK(value.constant()->graph_ == this, InvalidArgument, what...,
                " is a constant of another graph");
       return;
     case ValueKind::kNode:
-      MF_CHECK(value.node()->graph_ == this, InvalidArgument, what, " is a node of another graph");
-      MF_CHECK(value.index() < value.node()->num_outputs(), InvalidArgument, what, " is output ",
+      MF_CHECK(value.node()->graph_ == this, InvalidArgument, what...,
+               " is a node of another graph");
+      MF_CHECK(value.index() < value.node()->num_outputs(), InvalidArgument, what..., " is output ",
                value.index(), " of op '", value.node()->op(), "', which has ",
                value.node()->num_outputs(), " outputs");
       return;
@@ -175,7 +182,7 @@ Node* Graph::insert_node(Node* before, std::string_view op, std::vector<Value> i
   std::vector<TensorType> types;
   types.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    check_value(inputs[i], detail::str_cat("input ", i, " of op '", op, "'"));
+    check_value(inputs[i], "input ", i, " of op '", op, "'");
     types.push_back(inputs[i].type());
   }
   std::vector<TensorType> outputs = def.infer_types(types, attrs);
@@ -187,7 +194,7 @@ Node* Graph::create_node(Node* before, std::string op, std::vector<Value> inputs
                          std::vector<TensorType> output_types, NodeInfo info) {
   check_info(info, op);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    check_value(inputs[i], detail::str_cat("input ", i, " of op '", op, "'"));
+    check_value(inputs[i], "input ", i, " of op '", op, "'");
   }
   MF_CHECK(before == nullptr || before->graph_ == this, Internal,
            "insertion point is not a node of graph @", name_);
@@ -258,7 +265,7 @@ void Graph::set_input(Node* node, size_t operand, Value value) {
   MF_CHECK(node->graph_ == this, Internal, "node is not in graph @", name_);
   MF_CHECK(operand < node->inputs_.size(), InvalidArgument, "op '", node->op_, "' has ",
            node->inputs_.size(), " inputs; cannot set input ", operand);
-  check_value(value, detail::str_cat("input ", operand, " of op '", node->op_, "'"));
+  check_value(value, "input ", operand, " of op '", node->op_, "'");
   remove_use(node->inputs_[operand], Use{node, operand});
   node->inputs_[operand] = value;
   add_use(value, Use{node, operand});

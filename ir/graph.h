@@ -248,7 +248,11 @@ class Graph {
   UseList& mutable_uses(Value value);
   void add_use(Value value, Use use);
   void remove_use(Value value, Use use);
-  void check_value(Value value, std::string_view what) const;
+  // InvalidArgument unless `value` is a live value of this graph. The parts name it in the message
+  // ("input ", 1, " of op '", "add", "'") and are joined only on failure, so a passing check, made
+  // for every operand of every node created, builds no text. Defined (and used only) in graph.cc.
+  template <typename... What>
+  void check_value(Value value, const What&... what) const;
   void copy_into(Graph& target) const;
 
   std::string name_;

@@ -1,10 +1,12 @@
 #include "ir/printer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <ostream>
-#include <unordered_map>
+#include <vector>
 
 #include "base/error.h"
 
@@ -184,7 +186,10 @@ class ValueNamer {
   explicit ValueNamer(const Graph& graph) {
     positions_.reserve(graph.num_nodes());
     size_t i = 0;
-    for (const Node& node : graph.nodes()) positions_.emplace(&node, i++);
+    for (const Node& node : graph.nodes()) positions_.emplace_back(&node, i++);
+    std::sort(positions_.begin(), positions_.end(), [](const Entry& a, const Entry& b) {
+      return std::less<const Node*>()(a.first, b.first);
+    });
   }
 
   void put(Writer& w, const Value& value) const {
@@ -200,13 +205,13 @@ class ValueNamer {
         w.put_number(value.constant()->index() + 1);
         return;
       case ValueKind::kNode: {
-        auto it = positions_.find(value.node());
-        if (it == positions_.end()) {
+        const size_t* position = find(value.node());
+        if (position == nullptr) {
           w.put("%<dangling>");
           return;
         }
         w.put('%');
-        w.put_number(it->second);
+        w.put_number(*position);
         if (value.node()->num_outputs() != 1) {
           w.put('.');
           w.put_number(value.index());
@@ -220,17 +225,28 @@ class ValueNamer {
   }
 
   void put_node(Writer& w, const Node& node) const {
-    auto it = positions_.find(&node);
-    if (it == positions_.end()) {
+    const size_t* position = find(&node);
+    if (position == nullptr) {
       w.put("%<dangling>");
       return;
     }
     w.put('%');
-    w.put_number(it->second);
+    w.put_number(*position);
   }
 
  private:
-  std::unordered_map<const Node*, size_t> positions_;
+  using Entry = std::pair<const Node*, size_t>;
+
+  // The node's position in program order, or null when it is not in the graph.
+  const size_t* find(const Node* node) const {
+    auto it = std::lower_bound(
+        positions_.begin(), positions_.end(), node,
+        [](const Entry& e, const Node* n) { return std::less<const Node*>()(e.first, n); });
+    return it == positions_.end() || it->first != node ? nullptr : &it->second;
+  }
+
+  // Sorted by address: one allocation per block and no hashing, for a lookup per operand.
+  std::vector<Entry> positions_;
 };
 
 void put_element(Writer& w, const Constant& c, size_t i) {

@@ -3,6 +3,7 @@
 // serialize/deserialize are exact: print(deserialize(serialize(g)), kFull) == print(g, kFull).
 // Values are stored by position, so the bytes carry no pointers and no node ids.
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -37,9 +38,11 @@ TensorType type_from_proto(const proto::IrTensorType& message);  // DataLoss on 
 std::string canonical_form(const Graph& graph);
 
 // A 128-bit hash of a byte sequence, fed in pieces: two independent 64-bit lanes over 8-byte
-// little-endian words, each word through a multiply-xorshift mixer. Equal bytes give equal digests
-// in every process and build, however they are split into pieces. It keys caches and detects
-// damage; it is not cryptographic.
+// little-endian words, each word through a multiply-xorshift mixer. Each lane runs four chains,
+// word i going to chain i % 4, so the mixers of four words overlap in the CPU (a chain is a
+// sequence of dependent multiplies); the chains are folded in order at the end, then the length.
+// Equal bytes give equal digests in every process and build, however they are split into pieces.
+// It keys caches and detects damage; it is not cryptographic.
 struct Digest {
   std::uint64_t high = 0, low = 0;
   std::uint64_t bytes = 0;  // how many bytes were hashed
@@ -52,9 +55,13 @@ class Hasher {
   Digest finish() const;  // the digest of everything so far; update may go on afterwards
 
  private:
-  std::uint64_t high_ = 0x6a09e667f3bcc908ULL, low_ = 0xbb67ae8584caa73bULL;
+  static constexpr std::size_t kBlock = 32;  // one 8-byte word for each of the four chains
+  std::uint64_t high_[4] = {0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL,
+                            0xa54ff53a5f1d36f1ULL};
+  std::uint64_t low_[4] = {0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL,
+                           0x5be0cd19137e2179ULL};
   std::uint64_t bytes_ = 0;
-  unsigned char pending_[8] = {};  // the last bytes_ % 8 bytes, not yet a whole word
+  unsigned char pending_[kBlock] = {};  // the last bytes_ % kBlock bytes, not yet a whole block
 };
 Digest digest_of(std::string_view bytes);
 

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -20,7 +21,8 @@ namespace {
 
 TEST(IrHasher, SameDigestHoweverTheBytesArrive) {
   std::mt19937_64 rng(7);
-  for (size_t length : {0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 4096, 4097, 10000}) {
+  for (size_t length :
+       {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 95, 96, 97, 1000, 4096, 4097, 10000}) {
     std::string bytes(length, '\0');
     for (char& c : bytes) c = static_cast<char>(rng());
     const Digest whole = digest_of(bytes);
@@ -59,6 +61,33 @@ TEST(IrHasher, EveryByteAndTheLengthCount) {
     }
   }
   EXPECT_EQ(base.hex().size(), 32u);
+}
+
+// Words go to four chains per lane (word i to chain i % 4): moving a word to another position,
+// within a 32-byte block or across blocks, must change the digest, so the chains may not be
+// combined in an order-blind way.
+TEST(IrHasher, WordsInOtherPositionsGiveOtherDigests) {
+  std::mt19937_64 rng(11);
+  std::string bytes(128, '\0');
+  for (char& c : bytes) c = static_cast<char>(rng());
+  const Digest base = digest_of(bytes);
+  for (size_t a = 0; a < bytes.size() / 8; ++a) {
+    for (size_t b = a + 1; b < bytes.size() / 8; ++b) {
+      std::string swapped = bytes;
+      std::swap_ranges(swapped.begin() + 8 * a, swapped.begin() + 8 * a + 8,
+                       swapped.begin() + 8 * b);
+      const Digest d = digest_of(swapped);
+      ASSERT_NE(d.high, base.high) << "words " << a << " and " << b;
+      ASSERT_NE(d.low, base.low) << "words " << a << " and " << b;
+    }
+  }
+  // The same 32 bytes in each of the four chains' positions, with zeros elsewhere.
+  std::set<std::string> seen;
+  for (size_t shift = 0; shift < 4; ++shift) {
+    std::string moved(96, '\0');
+    std::copy(bytes.begin(), bytes.begin() + 32, moved.begin() + 8 * shift);
+    EXPECT_TRUE(seen.insert(digest_of(moved).hex()).second) << "shift " << shift;
+  }
 }
 
 // What one graph below differs in from the base graph.

@@ -3,6 +3,7 @@
 //   compile/<jit>       passes::compile of the trace (no cache) + building the executor
 //   miss/<jit>          what a first process pays: key, miss explanation, compile, store, executor
 //   key/<jit>           make_cache_key (canonical digest of the trace, every component)
+//   digest/<jit>        ir::canonical_digest of the trace alone (printer and hasher)
 //   load/<jit>          CompileCache::load on a hit (read, checks, graph rebuilt, plan rebuilt)
 //   executor/<jit>      building the executor from the plan (paid by a compile and a hit alike)
 //   hit/<jit>           what a later process pays: key + load + executor
@@ -24,6 +25,7 @@
 #include "engine/graph_mode.h"
 #include "engine/models/registry.h"
 #include "engine/trace.h"
+#include "ir/serialize.h"
 #include "runtime/graph_executor.h"
 
 namespace {
@@ -114,6 +116,11 @@ void key(benchmark::State& state, const std::string& jit) {
   }
 }
 
+void digest(benchmark::State& state, const std::string& jit) {
+  Fixture f(jit);
+  for (auto _ : state) benchmark::DoNotOptimize(ir::canonical_digest(*f.trace.graph));
+}
+
 void load(benchmark::State& state, const std::string& jit) {
   Fixture f(jit);
   const engine::CompileCache cache(f.cache_dir);
@@ -142,9 +149,9 @@ void hit(benchmark::State& state, const std::string& jit) {
 
 int register_all() {
   using Fn = void (*)(benchmark::State&, const std::string&);
-  const std::pair<const char*, Fn> phases[] = {{"compile", compile},   {"miss", miss},
-                                               {"key", key},           {"load", load},
-                                               {"executor", executor}, {"hit", hit}};
+  const std::pair<const char*, Fn> phases[] = {
+      {"compile", compile}, {"miss", miss},         {"key", key}, {"digest", digest},
+      {"load", load},       {"executor", executor}, {"hit", hit}};
   for (const char* jit : {"O0", "O1", "O2"}) {
     for (const auto& [name, fn] : phases) {
       benchmark::RegisterBenchmark((std::string(name) + "/" + jit).c_str(),

@@ -9,14 +9,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <system_error>
-#include <unordered_map>
 
 #include "base/error.h"
 #include "base/logging.h"
@@ -60,8 +59,32 @@ std::uint64_t fnv1a(std::string_view bytes, std::uint64_t hash = 0xcbf29ce484222
 }
 
 std::string hex64(std::uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(value));
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string text(16, '0');
+  for (int i = 15; i >= 0; --i, value >>= 4) text[static_cast<size_t>(i)] = kDigits[value & 15];
+  return text;
+}
+
+// Three significant digits as printf's "%.3g" writes them (a value within an ulp of a rounding
+// boundary may round the other way). Milliseconds from 0.001 to 999 are formatted with integers:
+// the first floating-point formatting in a process runs cold code and tables (std::to_chars with a
+// precision ~15 us, snprintf ~7 us), which every hit would pay for one number in its note.
+std::string three_digits(double value) {
+  if (!(value >= 0.001 && value < 999.5)) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.3g", value);
+    return text;
+  }
+  int decimals = 0;
+  long long scale = 1;
+  while (decimals < 5 && value * static_cast<double>(scale) < 99.95) ++decimals, scale *= 10;
+  long long digits = std::llround(value * static_cast<double>(scale));
+  while (decimals > 0 && digits % 10 == 0) --decimals, digits /= 10, scale /= 10;  // %g drops them
+  std::string text = std::to_string(digits / scale);
+  if (decimals > 0) {
+    std::string fraction = std::to_string(digits % scale);
+    text += '.' + std::string(static_cast<size_t>(decimals) - fraction.size(), '0') + fraction;
+  }
   return text;
 }
 
@@ -107,9 +130,10 @@ const std::string& build_id() {
         &found);
     struct stat st {};
     if (found.path.empty() || ::stat(found.path.c_str(), &st) != 0) return std::string("unknown");
-    const std::string name = found.path == "/proc/self/exe"
-                                 ? std::string("the program")
-                                 : fs::path(found.path).filename().string();
+    const size_t slash = found.path.rfind('/');
+    const std::string name = found.path == "/proc/self/exe" ? std::string("the program")
+                             : slash == std::string::npos   ? found.path
+                                                            : found.path.substr(slash + 1);
     return name + " " + std::to_string(st.st_size) + " bytes, mtime " +
            std::to_string(std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);
   }();
@@ -121,10 +145,14 @@ std::chrono::system_clock::time_point to_system(fs::file_time_type t) {
       std::chrono::file_clock::to_sys(t));
 }
 
-// The whole file in one read (a hit reads its entry once; no stream buffering or copying).
-std::string read_file(const fs::path& path, bool* found) {
+// The whole file in one read (a hit reads its entry once; no stream buffering or copying). Without
+// updating its access time, which nothing here uses (the last use is the modification time): on a
+// file just written, relatime would make the first read write the inode, doubling the read's cost.
+// O_NOATIME needs the file's owner; anyone else reads it the ordinary way.
+std::string read_file(const char* path, bool* found) {
   *found = false;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
+  if (fd < 0 && errno == EPERM) fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};
   *found = true;
   std::string bytes;
@@ -187,19 +215,38 @@ proto::CacheEntryHeader parse_header(std::string_view bytes) {
   return header;
 }
 
-// The header and the checksummed payload of a whole entry file.
-void parse_entry(std::string_view bytes, proto::CacheEntryHeader& header,
-                 proto::CacheEntryPayload& payload) {
-  size_t offset = 0;
-  parse_header(bytes, header, &offset);
+// The payload bytes that follow the header at `offset`; DataLoss unless their size and checksum
+// are the ones the header states.
+std::string_view checked_payload(std::string_view bytes, size_t offset,
+                                 const proto::CacheEntryHeader& header) {
   const std::string_view stored = bytes.substr(offset);
   MF_CHECK(stored.size() == header.payload_bytes(), DataLoss, "truncated or padded: the payload ",
            "has ", stored.size(), " bytes, the header says ", header.payload_bytes());
   const std::uint64_t checksum = fnv1a(stored);
   MF_CHECK(checksum == header.payload_checksum(), DataLoss, "checksum mismatch: payload ",
            hex64(checksum), ", header ", hex64(header.payload_checksum()));
+  return stored;
+}
+
+void parse_payload(std::string_view stored, proto::CacheEntryPayload& payload) {
   MF_CHECK(payload.ParseFromArray(stored.data(), static_cast<int>(stored.size())), DataLoss,
            "the payload does not parse");
+}
+
+// The header and the checksummed payload of a whole entry file.
+void parse_entry(std::string_view bytes, proto::CacheEntryHeader& header,
+                 proto::CacheEntryPayload& payload) {
+  size_t offset = 0;
+  parse_header(bytes, header, &offset);
+  parse_payload(checked_payload(bytes, offset, header), payload);
+}
+
+// Parsing allocates hundreds of small strings and submessages; an arena whose first block fits
+// them all frees them at once. Protobuf's objects take up to about 4.5 times their wire size.
+google::protobuf::ArenaOptions arena_for(size_t wire_bytes) {
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = 5 * wire_bytes + 4096;
+  return options;
 }
 
 // The header's components are exactly the key's, in order.
@@ -283,16 +330,26 @@ bool same_plan(const runtime::Plan& plan, const proto::CachePlan& stored) {
       return false;
     }
   }
-  std::unordered_map<const ir::Node*, std::uint64_t> positions;
+  // Node -> program position, sorted by address for lookup (one allocation, no hashing).
+  std::vector<std::pair<const ir::Node*, std::uint64_t>> positions;
   if (plan.graph != nullptr) {
     positions.reserve(plan.graph->num_nodes());
-    for (const ir::Node& node : plan.graph->nodes()) positions.emplace(&node, positions.size());
+    for (const ir::Node& node : plan.graph->nodes())
+      positions.emplace_back(&node, positions.size());
+    std::sort(positions.begin(), positions.end(), [](const auto& a, const auto& b) {
+      return std::less<const ir::Node*>()(a.first, b.first);
+    });
   }
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     const runtime::Step& step = plan.steps[i];
     const proto::CachePlanStep& s = stored.steps(static_cast<int>(i));
-    auto it = positions.find(step.node);
-    const std::uint64_t position = it == positions.end() ? ~std::uint64_t{0} : it->second;
+    const ir::Node* node = step.node;
+    auto it = std::lower_bound(positions.begin(), positions.end(), node,
+                               [](const auto& entry, const ir::Node* n) {
+                                 return std::less<const ir::Node*>()(entry.first, n);
+                               });
+    const std::uint64_t position =
+        it == positions.end() || it->first != node ? ~std::uint64_t{0} : it->second;
     if (s.node_position() != position || s.in_place() != step.in_place ||
         !same_ints(step.inputs, s.inputs()) || !same_ints(step.outputs, s.outputs()) ||
         !same_ints(step.release_after, s.release_after()) ||
@@ -430,24 +487,42 @@ fs::path CompileCache::entry_path(const std::string& key_hex) const {
 std::optional<LoadedEntry> CompileCache::load(const CacheKey& key, const ir::Graph& traced,
                                               const passes::CompileOptions& options,
                                               std::string* problem) const {
-  const fs::path path = entry_path(key.hex);
+  // entry_path() as a plain string: a std::filesystem::path splits itself into components when it
+  // is built, which a hit would pay for nothing.
+  std::string path = dir_.native();
+  if (!path.empty() && path.back() != '/') path += '/';
+  path.append(key.hex).append(kCompileCacheExtension);
   bool found = false;
-  const std::string bytes = read_file(path, &found);
+  std::string bytes = read_file(path.c_str(), &found);
   if (!found) return std::nullopt;  // never stored, or deleted since it was listed
   try {
-    // One arena for both messages: parsing allocates hundreds of small strings and submessages,
-    // and the arena frees them all at once.
-    google::protobuf::ArenaOptions arena_options;
-    arena_options.start_block_size = 4 * bytes.size() + 4096;
-    google::protobuf::Arena arena(arena_options);
-    auto& header = *google::protobuf::Arena::CreateMessage<proto::CacheEntryHeader>(&arena);
-    auto& payload = *google::protobuf::Arena::CreateMessage<proto::CacheEntryPayload>(&arena);
-    parse_entry(bytes, header, payload);
+    // Memory is released as soon as it is no longer needed (the header's messages once checked,
+    // the file's bytes once parsed), so that the graph and plan built next reuse it instead of
+    // touching fresh pages: in a new process a page fault costs more than building a node. Each
+    // goes while something allocated after it still lives: a free at the top of the heap can make
+    // malloc give the pages back to the system, only to fault them in again.
+    LoadedEntry loaded;
+    // Sized from the envelope's length field (parse_header checks it): a hint, nothing more.
+    const size_t header_bytes =
+        bytes.size() >= kEnvelopeBytes
+            ? std::min<size_t>(read_le32(bytes.data() + sizeof(kMagic)), bytes.size())
+            : 0;
+    auto header_arena = std::make_unique<google::protobuf::Arena>(arena_for(header_bytes));
+    auto& header =
+        *google::protobuf::Arena::CreateMessage<proto::CacheEntryHeader>(header_arena.get());
+    size_t offset = 0;
+    parse_header(bytes, header, &offset);
+    const std::string_view stored = checked_payload(bytes, offset, header);
     MF_CHECK(
         header.key() == key.hex && same_components(header, key) && header.summary() == key.summary,
         DataLoss,
         "its key components are not the ones asked for (a renamed file or a hash collision)");
-    LoadedEntry loaded;
+    loaded.original_compile_ms = header.compile_ms();
+    google::protobuf::Arena arena(arena_for(stored.size()));
+    header_arena.reset();
+    auto& payload = *google::protobuf::Arena::CreateMessage<proto::CacheEntryPayload>(&arena);
+    parse_payload(stored, payload);
+    std::string().swap(bytes);  // the messages hold copies; `stored` is gone with it
     loaded.compiled.graph = ir::graph_from_proto(payload.graph());
     const ir::Graph& graph = *loaded.compiled.graph;
     // Parameters are bound positionally from the live trace: they must be the traced ones.
@@ -473,15 +548,16 @@ std::optional<LoadedEntry> CompileCache::load(const CacheKey& key, const ir::Gra
       loaded.compiled.passes.push_back(
           {record.name(), record.changed(), record.millis(), record.summary()});
     }
-    loaded.original_compile_ms = header.compile_ms();
-    std::error_code ec;  // a read-only cache still hits; it only loses the LRU order
-    fs::last_write_time(path, fs::file_time_type::clock::now(), ec);
+    // The modification time is the last use. A read-only cache still hits; it only loses the LRU
+    // order. (utimensat directly: std::filesystem's clock conversions cost a hit ~5 us cold.)
+    const struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+    ::utimensat(AT_FDCWD, path.c_str(), times, 0);
     return loaded;
   } catch (const std::exception& e) {
     const std::string reason = e.what();
     log::warn(
         "compile cache: ignoring entry {}: {}; compiling instead (the entry will be replaced)",
-        path.string(), reason);
+        path, reason);
     if (problem != nullptr) *problem = reason;
     return std::nullopt;
   }
@@ -658,7 +734,7 @@ std::vector<CacheEntryInfo> CompileCache::verify() const {
     info.bytes = stat.bytes;
     info.last_used = to_system(stat.mtime);
     bool found = false;
-    const std::string bytes = read_file(stat.path, &found);
+    const std::string bytes = read_file(stat.path.c_str(), &found);
     if (!found) continue;
     try {
       proto::CacheEntryHeader header;
@@ -772,11 +848,8 @@ CacheLookup lookup_compiled(const context::Policy& policy, const ir::Graph& trac
   std::optional<LoadedEntry> loaded = cache.load(out.key, traced, options, &problem);
   if (loaded) {
     out.compiled = std::move(loaded->compiled);
-    char ms[32];  // as printf's %.3g
-    const auto written = std::to_chars(ms, ms + sizeof(ms), loaded->original_compile_ms,
-                                       std::chars_format::general, 3);
-    out.note =
-        "loaded, no pass ran; compiling took " + std::string(ms, written.ptr) + " ms when stored";
+    out.note = "loaded, no pass ran; compiling took " + three_digits(loaded->original_compile_ms) +
+               " ms when stored";
     return out;
   }
   if (problem.empty()) {

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -204,6 +205,29 @@ TEST_F(CompileCacheTest, ARebuiltPlanThatDiffersFromTheStoredOneIsRefused) {
   EXPECT_FALSE(cache.load(t.key, *t.trace.graph, options, &problem).has_value());
   EXPECT_NE(problem.find("memory plan rebuilt from the stored graph differs"), std::string::npos)
       << problem;
+}
+
+// A hit's note states what compiling took when the entry was stored, with three significant digits
+// as printf's %.3g writes them (formatted with integers: a fresh process's first floating-point
+// formatting is slow).
+TEST_F(CompileCacheTest, TheHitNoteStatesTheStoredCompileTime) {
+  use_cache();
+  Traced t = trace("mlp");
+  const passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
+  const passes::CompiledGraph compiled = passes::compile(t.trace.graph->clone(), options);
+  for (double ms :
+       {0.0,  0.0004567, 0.001, 0.0012345, 0.0999, 0.1,   0.5,   0.98765, 1.0,    3.456,  9.996,
+        12.0, 12.34,     99.94, 99.96,     100.0,  123.4, 999.4, 999.6,   1234.5, 65432.1}) {
+    ASSERT_TRUE(CompileCache(dir()).store(t.key, compiled, ms));
+    const engine::CacheLookup hit =
+        engine::lookup_compiled(t.policy, *t.trace.graph, t.input.type(), t.fingerprint, options);
+    ASSERT_TRUE(hit.compiled.has_value()) << hit.note;
+    char expected[32];
+    std::snprintf(expected, sizeof(expected), "%.3g", ms);
+    EXPECT_NE(hit.note.find(std::string("compiling took ") + expected + " ms when stored"),
+              std::string::npos)
+        << ms << ": " << hit.note;
+  }
 }
 
 // load() does not verify the graph again because store() stores only graphs that verify.

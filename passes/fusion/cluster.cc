@@ -515,20 +515,25 @@ ClusterRules cluster_rules_from(const CompileOptions& options) {
   return rules;
 }
 
-bool run_clustering(ir::Graph& graph, std::string_view pass_name, const ClusterRules& rules,
-                    const CompileOptions& options) {
-  FusionReport report(std::string(pass_name), options);
-  Clusterer clusterer(rules, options.fusion, report);
+bool fuse_each_graph(ir::Graph& root, std::string_view pass, const CompileOptions& options,
+                     const std::function<bool(ir::Graph&, FusionReport&)>& fuse) {
+  FusionReport report(std::string(pass), options);
   bool changed = false;
-  for (ir::Graph* g : graphs_to_fuse(graph)) {
-    if (!clusterer.run(*g)) continue;
-    // Constants that only members read now live in the bodies: the graph (and its dump) drops
-    // its copies.
-    g->erase_unused_constants();
-    changed = true;
-  }
+  for (ir::Graph* g : graphs_to_fuse(root)) changed |= fuse(*g, report);
   report.write();
   return changed;
+}
+
+bool run_clustering(ir::Graph& graph, std::string_view pass_name, const ClusterRules& rules,
+                    const CompileOptions& options) {
+  return fuse_each_graph(graph, pass_name, options, [&](ir::Graph& g, FusionReport& report) {
+    Clusterer clusterer(rules, options.fusion, report);
+    if (!clusterer.run(g)) return false;
+    // Constants that only members read now live in the bodies: the graph (and its dump) drops
+    // its copies.
+    g.erase_unused_constants();
+    return true;
+  });
 }
 
 }  // namespace mf::passes::fusion

@@ -29,6 +29,11 @@ std::string node_name(const ir::Node& node);
 // The graphs fusion works on: `root` and its control-flow subgraphs, never fused bodies.
 std::vector<ir::Graph*> graphs_to_fuse(ir::Graph& root);
 
+// A fusion pass's run: fuse(graph, report) on each of graphs_to_fuse(root), one report for the pass
+// (written to graph_kernel_dump/ when dumps are on); true when any call changed its graph.
+bool fuse_each_graph(ir::Graph& root, std::string_view pass, const CompileOptions& options,
+                     const std::function<bool(ir::Graph&, FusionReport&)>& fuse);
+
 // Rules for growing one kind of cluster.
 struct ClusterRules {
   std::string rule;             // for the dump: "elementwise chain", "stitched rows"

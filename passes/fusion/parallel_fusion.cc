@@ -43,11 +43,9 @@ class ParallelFusion final : public Pass {
   std::string_view name() const override { return "parallel-fusion"; }
 
   bool run(ir::Graph& graph) override {
-    fusion::FusionReport report(std::string(name()), options_);
-    bool changed = false;
-    for (ir::Graph* g : fusion::graphs_to_fuse(graph)) changed |= fuse_in(*g, report);
-    report.write();
-    return changed;
+    return fusion::fuse_each_graph(
+        graph, name(), options_,
+        [this](ir::Graph& g, fusion::FusionReport& report) { return fuse_in(g, report); });
   }
 
  private:

@@ -13,10 +13,7 @@ using testing::fusion_options;
 
 TEST(MatmulEpilogueFusionTest, BiasAddFoldsIntoTheMatmulInEitherOrder) {
   const auto dir = std::filesystem::temp_directory_path() / "mf_epilogue_fused_test";
-  std::filesystem::remove_all(dir);
-  CompileOptions options = fusion_options(2);
-  options.fusion.dump_as_text = true;
-  options.dump.dir = dir;
+  const CompileOptions options = testing::dumping_options(2, dir);
   auto pass = make_matmul_epilogue_fusion(options);
   auto r = testing::run_pass(*pass, R"(
 subgraph @main(%para1_x: f32(4, 8), %para2_w: f32(6, 8), %para3_b: f32(6), %para4_c: f32(1, 6)) {
@@ -47,10 +44,7 @@ subgraph @main(%para1_x: f32(4, 8), %para2_w: f32(6, 8), %para3_b: f32(6), %para
 
 TEST(MatmulEpilogueFusionTest, SharedProductsAndNonBiasOperandsStayWithTheReason) {
   const auto dir = std::filesystem::temp_directory_path() / "mf_epilogue_test";
-  std::filesystem::remove_all(dir);
-  CompileOptions options = fusion_options(2);
-  options.fusion.dump_as_text = true;
-  options.dump.dir = dir;
+  const CompileOptions options = testing::dumping_options(2, dir);
   const char* text = R"(
 subgraph @main(%para1_x: f32(4, 8), %para2_w: f32(8, 6), %para3_y: f32(4, 6), %para4_b: f32(6)) {
   %0 = matmul(%para1_x, %para2_w) {transpose_a: false, transpose_b: false} : (f32(4, 8), f32(8, 6)) -> (f32(4, 6))

@@ -22,10 +22,7 @@ subgraph @main(%para1_x: f32(3)) {
 
 TEST(ExpandCompositeOpsTest, ElementwiseCompositesStayWholeByDefault) {
   const auto dir = std::filesystem::temp_directory_path() / "mf_expand_whole_test";
-  std::filesystem::remove_all(dir);
-  CompileOptions options = fusion_options(1);
-  options.fusion.dump_as_text = true;
-  options.dump.dir = dir;
+  const CompileOptions options = testing::dumping_options(1, dir);
   auto r = testing::run_pass(*make_expand_composite_ops(options), kSigmoidSquare);
   EXPECT_FALSE(r.changed) << "their own tile math fuses whole, in one pass";
   const std::string text =

@@ -22,6 +22,15 @@ inline CompileOptions fusion_options(int level) {
   return options;
 }
 
+// Options at `level` that write graph_kernel_dump/ text under `dir`, emptied first.
+inline CompileOptions dumping_options(int level, const std::filesystem::path& dir) {
+  std::filesystem::remove_all(dir);
+  CompileOptions options = fusion_options(level);
+  options.fusion.dump_as_text = true;
+  options.dump.dir = dir;
+  return options;
+}
+
 // A dump file's text ("" when it is missing).
 inline std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path);

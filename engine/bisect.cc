@@ -40,33 +40,6 @@ class ModeGuard {
   context::Json mode_;
 };
 
-std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
-                                            const Tensor& x) {
-  const auto weights = cell.named_parameters();
-  std::vector<runtime::TensorArg> inputs;
-  for (const Binding& binding : bindings) {
-    Tensor t;
-    switch (binding.kind) {
-      case Binding::Kind::kInput:
-        t = x;
-        break;
-      case Binding::Kind::kCaptured:
-        t = binding.captured;
-        break;
-      case Binding::Kind::kWeight:
-        for (const auto& [name, tensor] : weights) {
-          if (name == binding.name) t = tensor;
-        }
-        MF_CHECK(t.defined(), Internal, cell.class_name(), " has no parameter '", binding.name,
-                 "' that its trace binds");
-        break;
-    }
-    t.sync();
-    inputs.push_back({t.type(), t.impl()->buffer});
-  }
-  return inputs;
-}
-
 // The fused kernels of a graph tree in a fixed order (program order, the graph before its
 // subgraphs), so the k-th of a clone is the k-th of the original.
 void find_fused(ir::Graph& graph, std::vector<std::pair<ir::Graph*, ir::Node*>>& out) {

@@ -88,35 +88,6 @@ std::unique_ptr<CompiledNetwork> compile_network(nn::Cell& cell, const Tensor& x
   return network;
 }
 
-std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const CompiledNetwork& network,
-                                            const Tensor& x) {
-  std::vector<std::pair<std::string, Tensor>> weights;
-  bool have_weights = false;
-  std::vector<runtime::TensorArg> inputs;
-  for (const Binding& binding : network.bindings) {
-    Tensor t;
-    switch (binding.kind) {
-      case Binding::Kind::kInput:
-        t = x;
-        break;
-      case Binding::Kind::kCaptured:
-        t = binding.captured;
-        break;
-      case Binding::Kind::kWeight:
-        if (!have_weights) weights = cell.named_parameters(), have_weights = true;
-        for (const auto& [name, tensor] : weights) {
-          if (name == binding.name) t = tensor;
-        }
-        MF_CHECK(t.defined(), Internal, cell.class_name(), " lost its parameter '", binding.name,
-                 "' after compiling");
-        break;
-    }
-    t.sync();  // PYNATIVE work that produces an input must finish first
-    inputs.push_back({t.type(), t.impl()->buffer});
-  }
-  return inputs;
-}
-
 }  // namespace
 
 passes::CompileOptions compile_options_from(const context::Policy& policy,
@@ -201,7 +172,7 @@ Tensor run_graph_mode(nn::Cell& cell, const Tensor& x, CompiledCache& cache,
   const auto start = Clock::now();
   std::vector<runtime::TensorArg> outputs;
   try {
-    outputs = network->executor->run(bind_inputs(cell, *network, x), options);
+    outputs = network->executor->run(bind_inputs(cell, network->bindings, x), options);
   } catch (Error& e) {
     recorder.on_failure(e);
     e.add_context("while running " + cell.class_name() + " in GRAPH_MODE (jit_level " +

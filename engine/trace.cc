@@ -288,4 +288,33 @@ std::vector<Tensor> Tracer::trace_while(
   return outputs;
 }
 
+std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
+                                            const Tensor& x) {
+  std::vector<std::pair<std::string, Tensor>> weights;  // fetched once, only if a weight is bound
+  bool have_weights = false;
+  std::vector<runtime::TensorArg> inputs;
+  for (const Binding& binding : bindings) {
+    Tensor t;
+    switch (binding.kind) {
+      case Binding::Kind::kInput:
+        t = x;
+        break;
+      case Binding::Kind::kCaptured:
+        t = binding.captured;
+        break;
+      case Binding::Kind::kWeight:
+        if (!have_weights) weights = cell.named_parameters(), have_weights = true;
+        for (const auto& [name, tensor] : weights) {
+          if (name == binding.name) t = tensor;
+        }
+        MF_CHECK(t.defined(), Internal, cell.class_name(), " has no parameter '", binding.name,
+                 "' that its trace binds");
+        break;
+    }
+    t.sync();  // PYNATIVE work that produces an input must finish first
+    inputs.push_back({t.type(), t.impl()->buffer});
+  }
+  return inputs;
+}
+
 }  // namespace mf::engine

@@ -15,6 +15,7 @@
 
 #include "engine/tensor.h"
 #include "ir/graph.h"
+#include "runtime/graph_executor.h"
 
 namespace mf::nn {
 class Cell;
@@ -29,6 +30,12 @@ struct Binding {
   std::string name;  // the input's or the weight's name
   Tensor captured;   // kCaptured: the tensor itself
 };
+
+// The tensors `bindings` name for a run of `cell` on `x`, in parameter order: x, captured tensors,
+// and the cell's weights looked up by name (so a run sees the weights' current values). Waits for
+// PYNATIVE work that produces any of them.
+std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
+                                            const Tensor& x);
 
 struct TraceResult {
   std::unique_ptr<ir::Graph> graph;

@@ -6,10 +6,12 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "context/context.h"
 #include "context/parallel_context.h"
 #include "engine/dispatch.h"
+#include "engine/models/registry.h"
 
 namespace mf::testing {
 
@@ -44,5 +46,14 @@ class EngineTestWithDir : public EngineTest {
     std::filesystem::remove_all(dir_);
   }
 };
+
+// Sample network `name` (seed 0) run on its own input under `settings` (applied on top of the
+// current context), as doubles.
+inline std::vector<double> run_net(const std::string& name, const context::Json& settings) {
+  context::set(settings);
+  const models::NetSpec& spec = models::find_net(name);
+  auto net = spec.make(0);
+  return (*net)(spec.make_input(0)).to_doubles();
+}
 
 }  // namespace mf::testing

@@ -21,13 +21,7 @@ namespace mf {
 namespace {
 
 using testing::EngineTest;
-
-std::vector<double> run_net(const std::string& name, const context::Json& settings) {
-  context::set(settings);
-  const models::NetSpec& spec = models::find_net(name);
-  auto net = spec.make(0);
-  return (*net)(spec.make_input(0)).to_doubles();
-}
+using testing::run_net;
 
 struct ModeCase {
   std::string net;

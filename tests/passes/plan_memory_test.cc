@@ -96,7 +96,9 @@ TEST(PlanMemory, O1ReusesBytesOfDeadTensors) {
   EXPECT_EQ(no_reuse.arena_bytes, 4 * kTensorBytes);
   EXPECT_LT(reuse.planned_peak_bytes, no_reuse.planned_peak_bytes);
   for (const auto& slot : reuse.slots) {
-    if (slot.kind == SlotKind::kArena) EXPECT_LE(slot.offset + slot.bytes, reuse.arena_bytes);
+    if (slot.kind == SlotKind::kArena) {
+      EXPECT_LE(slot.offset + slot.bytes, reuse.arena_bytes);
+    }
   }
   // Step 2 overwrites step 0's bytes: it waits for step 1, their reader.
   const auto& deps = reuse.steps[2].depends_on;
@@ -156,7 +158,9 @@ TEST(PlanMemory, ReusedSlotsNeverOverlapWhileBothAlive) {
       if (p.slots[a].kind != SlotKind::kArena || p.slots[b].kind != SlotKind::kArena) continue;
       const bool alive_together =
           life[a].first <= life[b].second && life[b].first <= life[a].second;
-      if (alive_together) EXPECT_FALSE(overlaps(p.slots[a], p.slots[b])) << a << " " << b;
+      if (alive_together) {
+        EXPECT_FALSE(overlaps(p.slots[a], p.slots[b])) << a << " " << b;
+      }
     }
   }
 }

@@ -100,7 +100,7 @@ void miss(benchmark::State& state, const std::string& jit) {
     std::unique_ptr<ir::Graph> graph = f.trace.graph->clone();
     state.ResumeTiming();
     engine::CacheLookup lookup =
-        engine::lookup_compiled(f.policy, *graph, f.input.type(), f.fingerprint, f.options);
+        engine::lookup_compiled(f.policy, *graph, f.input.type(), f.fingerprint);
     if (lookup.compiled) state.SkipWithError("expected a miss");
     passes::CompiledGraph compiled = passes::compile(std::move(graph), f.options);
     benchmark::DoNotOptimize(engine::store_compiled(f.policy, lookup, compiled, 1.0));
@@ -125,7 +125,7 @@ void load(benchmark::State& state, const std::string& jit) {
   Fixture f(jit);
   const engine::CompileCache cache(f.cache_dir);
   for (auto _ : state) {
-    auto loaded = cache.load(f.key, *f.trace.graph, f.options);
+    auto loaded = cache.load(f.key, *f.trace.graph);
     if (!loaded) state.SkipWithError("expected a hit");
     benchmark::DoNotOptimize(loaded);
   }
@@ -141,7 +141,7 @@ void hit(benchmark::State& state, const std::string& jit) {
   Fixture f(jit);
   for (auto _ : state) {
     engine::CacheLookup lookup =
-        engine::lookup_compiled(f.policy, *f.trace.graph, f.input.type(), f.fingerprint, f.options);
+        engine::lookup_compiled(f.policy, *f.trace.graph, f.input.type(), f.fingerprint);
     if (!lookup.compiled) state.SkipWithError("expected a hit");
     benchmark::DoNotOptimize(f.executor(lookup.compiled->plan));
   }

@@ -66,7 +66,7 @@ std::unique_ptr<CompiledNetwork> compile_network(nn::Cell& cell, const Tensor& x
   // The persistent cache: a hit replaces the pass pipeline by a load (plan rebuilt, verified).
   std::optional<CacheLookup> cached;
   if (policy.compile_cache.value) {
-    cached = lookup_compiled(policy, *trace.graph, x.type(), fingerprint, options);
+    cached = lookup_compiled(policy, *trace.graph, x.type(), fingerprint);
   }
   if (cached && cached->compiled) {
     network->compiled = std::move(*cached->compiled);

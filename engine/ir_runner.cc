@@ -140,7 +140,7 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
     if (policy.compile_cache.value) {
       const ir::TensorType input =
           graph_->num_parameters() > 0 ? graph_->parameter(0)->type() : ir::TensorType{};
-      cached = lookup_compiled(policy, *graph_, input, fingerprint, options);
+      cached = lookup_compiled(policy, *graph_, input, fingerprint);
     }
     if (cached && cached->compiled) {
       entry->compiled = std::move(*cached->compiled);

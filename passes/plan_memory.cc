@@ -29,18 +29,6 @@ size_t bytes_of(const ir::TensorType& type) {
   return round_up(static_cast<size_t>(ir::num_elements(type.shape)) * ir::dtype_size(type.dtype));
 }
 
-// The subgraph-naming string attributes of a control-flow op, in the order the op declares them
-// (call: graph; cond: then_branch, else_branch; while: cond_graph, body_graph). The executors index
-// Step::subplans in this order.
-std::vector<std::string> subgraph_names(const ir::Node& node) {
-  std::vector<std::string> names;
-  for (const ir::AttrSpec& spec : node.def()->attrs) {
-    if (spec.kind != ir::AttrKind::kString) continue;
-    names.push_back(ir::attr_string(node.attrs(), spec.name, node.op()));
-  }
-  return names;
-}
-
 // A run of slots sharing the same bytes (an in-place chain): one arena allocation whose lifetime
 // spans every member's.
 struct Group {
@@ -422,6 +410,15 @@ class Planner {
 };
 
 }  // namespace
+
+std::vector<std::string> subgraph_names(const ir::Node& node) {
+  std::vector<std::string> names;
+  for (const ir::AttrSpec& spec : node.def()->attrs) {
+    if (spec.kind != ir::AttrKind::kString) continue;
+    names.push_back(ir::attr_string(node.attrs(), spec.name, node.op()));
+  }
+  return names;
+}
 
 runtime::Plan plan_memory(const ir::Graph& graph, const CompileOptions& options) {
   Planner planner(options);

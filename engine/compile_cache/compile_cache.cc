@@ -22,6 +22,7 @@
 #include "compile_cache.pb.h"
 #include "ir/serialize.h"
 #include "ir/verifier.h"
+#include "passes/plan_check.h"
 #include "passes/plan_memory.h"
 
 #ifndef MODEFLOW_VERSION
@@ -215,6 +216,14 @@ proto::CacheEntryHeader parse_header(std::string_view bytes) {
   return header;
 }
 
+// The payload's checksum: the high half of the 128-bit digest the key uses (four independent
+// chains of 8-byte words, several times the speed of a byte-at-a-time hash).
+std::uint64_t payload_checksum(std::string_view payload) {
+  ir::Hasher hasher;
+  hasher.update(payload);
+  return hasher.finish().high;
+}
+
 // The payload bytes that follow the header at `offset`; DataLoss unless their size and checksum
 // are the ones the header states.
 std::string_view checked_payload(std::string_view bytes, size_t offset,
@@ -222,7 +231,7 @@ std::string_view checked_payload(std::string_view bytes, size_t offset,
   const std::string_view stored = bytes.substr(offset);
   MF_CHECK(stored.size() == header.payload_bytes(), DataLoss, "truncated or padded: the payload ",
            "has ", stored.size(), " bytes, the header says ", header.payload_bytes());
-  const std::uint64_t checksum = fnv1a(stored);
+  const std::uint64_t checksum = payload_checksum(stored);
   MF_CHECK(checksum == header.payload_checksum(), DataLoss, "checksum mismatch: payload ",
            hex64(checksum), ", header ", hex64(header.payload_checksum()));
   return stored;
@@ -266,105 +275,167 @@ std::vector<std::pair<std::string, std::string>> components_of(
   return out;
 }
 
-void plan_to_proto(const runtime::Plan& plan, proto::CachePlan& out) {
-  std::map<const ir::Node*, size_t> positions;
-  if (plan.graph != nullptr) {
-    for (const ir::Node& node : plan.graph->nodes()) positions.emplace(&node, positions.size());
-  }
-  for (const runtime::Slot& slot : plan.slots) {
-    auto* s = out.add_slots();
-    s->set_kind(static_cast<std::uint32_t>(slot.kind));
-    s->set_index(slot.index);
-    s->set_offset(slot.offset);
-    s->set_bytes(slot.bytes);
-    s->set_is_output(slot.is_output);
-    ir::type_to_proto(slot.type, *s->mutable_type());
-  }
-  for (const runtime::Step& step : plan.steps) {
-    auto* s = out.add_steps();
-    auto it = positions.find(step.node);
-    s->set_node_position(it == positions.end() ? ~std::uint64_t{0} : it->second);
-    for (int v : step.inputs) s->add_inputs(v);
-    for (int v : step.outputs) s->add_outputs(v);
-    for (int v : step.release_after) s->add_release_after(v);
-    for (int v : step.depends_on) s->add_depends_on(v);
-    s->set_in_place(step.in_place);
-    for (const auto& sub : step.subplans) {
-      if (sub) plan_to_proto(*sub, *s->add_subplans());
-    }
-  }
-  for (int v : plan.parameters) out.add_parameters(v);
-  for (int v : plan.outputs) out.add_outputs(v);
-  out.set_arena_bytes(plan.arena_bytes);
-  out.set_planned_peak_bytes(plan.planned_peak_bytes);
-}
+// Writes a plan and, into the payload's table, each subplan once: a subgraph named by several
+// steps, or by itself through nested control flow, is one table entry named by index.
+class PlanWriter {
+ public:
+  explicit PlanWriter(proto::CacheEntryPayload& payload) : payload_(payload) {}
 
-template <typename A, typename B>
-bool same_ints(const A& ours, const B& stored) {
-  return static_cast<size_t>(stored.size()) == ours.size() &&
-         std::equal(ours.begin(), ours.end(), stored.begin());
-}
+  void write(const runtime::Plan& plan, proto::CachePlan& out) {
+    std::map<const ir::Node*, size_t> positions;
+    if (plan.graph != nullptr) {
+      out.set_graph(plan.graph->name());
+      for (const ir::Node& node : plan.graph->nodes()) positions.emplace(&node, positions.size());
+    }
+    for (const runtime::Slot& slot : plan.slots) {
+      auto* s = out.add_slots();
+      s->set_kind(static_cast<std::uint32_t>(slot.kind));
+      s->set_index(slot.index);
+      s->set_offset(slot.offset);
+      s->set_bytes(slot.bytes);
+      s->set_is_output(slot.is_output);
+      ir::type_to_proto(slot.type, *s->mutable_type());
+    }
+    for (const runtime::Step& step : plan.steps) {
+      auto* s = out.add_steps();
+      auto it = positions.find(step.node);
+      s->set_node_position(it == positions.end() ? ~std::uint64_t{0} : it->second);
+      for (int v : step.inputs) s->add_inputs(v);
+      for (int v : step.outputs) s->add_outputs(v);
+      for (int v : step.release_after) s->add_release_after(v);
+      for (int v : step.depends_on) s->add_depends_on(v);
+      s->set_in_place(step.in_place);
+      for (const auto& sub : step.subplans) s->add_subplans(index_of(*sub));
+    }
+    for (int v : plan.parameters) out.add_parameters(v);
+    for (int v : plan.outputs) out.add_outputs(v);
+    out.set_arena_bytes(plan.arena_bytes);
+    out.set_planned_peak_bytes(plan.planned_peak_bytes);
+  }
 
-bool same_type(const ir::TensorType& type, const proto::IrTensorType& stored) {
-  return stored.dtype() == static_cast<std::uint32_t>(type.dtype) &&
-         same_ints(type.shape, stored.shape());
-}
+ private:
+  int index_of(const runtime::Plan& sub) {
+    if (auto it = index_.find(&sub); it != index_.end()) return it->second;
+    const int index = payload_.subplans_size();
+    index_.emplace(&sub, index);                      // before writing it: it may name itself
+    proto::CachePlan* out = payload_.add_subplans();  // RepeatedPtrField: the pointer stays valid
+    write(sub, *out);
+    return index;
+  }
 
-// plan_to_proto(plan) would equal `stored`, field by field, without building the message: the
-// check a hit makes on the rebuilt plan. Every field plan_to_proto writes is compared here.
-bool same_plan(const runtime::Plan& plan, const proto::CachePlan& stored) {
-  if (static_cast<size_t>(stored.slots_size()) != plan.slots.size() ||
-      static_cast<size_t>(stored.steps_size()) != plan.steps.size() ||
-      stored.arena_bytes() != plan.arena_bytes ||
-      stored.planned_peak_bytes() != plan.planned_peak_bytes ||
-      !same_ints(plan.parameters, stored.parameters()) ||
-      !same_ints(plan.outputs, stored.outputs())) {
-    return false;
-  }
-  for (size_t i = 0; i < plan.slots.size(); ++i) {
-    const runtime::Slot& slot = plan.slots[i];
-    const proto::CachePlanSlot& s = stored.slots(static_cast<int>(i));
-    if (s.kind() != static_cast<std::uint32_t>(slot.kind) || s.index() != slot.index ||
-        s.offset() != slot.offset || s.bytes() != slot.bytes || s.is_output() != slot.is_output ||
-        !same_type(slot.type, s.type())) {
-      return false;
+  proto::CacheEntryPayload& payload_;
+  std::map<const runtime::Plan*, int> index_;
+};
+
+// Rebuilds the stored plans against the loaded graph: ids, positions, kinds and subplan indices
+// are range-checked here (nothing read indexes out of bounds); passes::check_plan then proves the
+// result safe to run. A subplan is built once; a recursive reference points at the plan being
+// built without owning it, as the planner does.
+class PlanReader {
+ public:
+  explicit PlanReader(const proto::CacheEntryPayload& payload)
+      : payload_(payload),
+        built_(static_cast<size_t>(payload.subplans_size())),
+        building_(static_cast<size_t>(payload.subplans_size()), nullptr),
+        graphs_(static_cast<size_t>(payload.subplans_size()), nullptr) {}
+
+  void read(const proto::CachePlan& in, const ir::Graph& graph, runtime::Plan& out) {
+    MF_CHECK(in.graph() == graph.name(), DataLoss, "a stored plan is of graph @", in.graph(),
+             ", where @", graph.name(), " was expected");
+    out.graph = &graph;
+    std::vector<const ir::Node*> nodes;
+    nodes.reserve(graph.num_nodes());
+    for (const ir::Node& node : graph.nodes()) nodes.push_back(&node);
+    out.slots.resize(static_cast<size_t>(in.slots_size()));
+    for (int i = 0; i < in.slots_size(); ++i) {
+      const proto::CachePlanSlot& s = in.slots(i);
+      runtime::Slot& slot = out.slots[static_cast<size_t>(i)];
+      MF_CHECK(s.kind() <= static_cast<std::uint32_t>(runtime::SlotKind::kArena), DataLoss, "slot ",
+               i, " has unknown kind ", s.kind());
+      slot.kind = static_cast<runtime::SlotKind>(s.kind());
+      slot.index = s.index();
+      slot.offset = s.offset();
+      slot.bytes = s.bytes();
+      slot.is_output = s.is_output();
+      slot.type = ir::type_from_proto(s.type());
     }
-  }
-  // Node -> program position, sorted by address for lookup (one allocation, no hashing).
-  std::vector<std::pair<const ir::Node*, std::uint64_t>> positions;
-  if (plan.graph != nullptr) {
-    positions.reserve(plan.graph->num_nodes());
-    for (const ir::Node& node : plan.graph->nodes())
-      positions.emplace_back(&node, positions.size());
-    std::sort(positions.begin(), positions.end(), [](const auto& a, const auto& b) {
-      return std::less<const ir::Node*>()(a.first, b.first);
-    });
-  }
-  for (size_t i = 0; i < plan.steps.size(); ++i) {
-    const runtime::Step& step = plan.steps[i];
-    const proto::CachePlanStep& s = stored.steps(static_cast<int>(i));
-    const ir::Node* node = step.node;
-    auto it = std::lower_bound(positions.begin(), positions.end(), node,
-                               [](const auto& entry, const ir::Node* n) {
-                                 return std::less<const ir::Node*>()(entry.first, n);
-                               });
-    const std::uint64_t position =
-        it == positions.end() || it->first != node ? ~std::uint64_t{0} : it->second;
-    if (s.node_position() != position || s.in_place() != step.in_place ||
-        !same_ints(step.inputs, s.inputs()) || !same_ints(step.outputs, s.outputs()) ||
-        !same_ints(step.release_after, s.release_after()) ||
-        !same_ints(step.depends_on, s.depends_on())) {
-      return false;
+    const int slots = in.slots_size();
+    auto ids = [&](const auto& stored, std::vector<int>& to, const char* what) {
+      to.reserve(static_cast<size_t>(stored.size()));
+      for (int id : stored) {
+        MF_CHECK(id >= 0 && id < slots, DataLoss, what, " slot ", id, " is out of range");
+        to.push_back(id);
+      }
+    };
+    out.steps.resize(static_cast<size_t>(in.steps_size()));
+    for (int i = 0; i < in.steps_size(); ++i) {
+      const proto::CachePlanStep& s = in.steps(i);
+      runtime::Step& step = out.steps[static_cast<size_t>(i)];
+      MF_CHECK(s.node_position() < nodes.size(), DataLoss, "step ", i, " names node ",
+               s.node_position(), " of ", nodes.size());
+      step.node = nodes[s.node_position()];
+      ids(s.inputs(), step.inputs, "input");
+      ids(s.outputs(), step.outputs, "output");
+      ids(s.release_after(), step.release_after, "released");
+      step.depends_on.assign(s.depends_on().begin(), s.depends_on().end());
+      step.in_place = s.in_place();
+      if (s.subplans_size() == 0) continue;
+      const std::vector<std::string> names = passes::subgraph_names(*step.node);
+      MF_CHECK(static_cast<size_t>(s.subplans_size()) == names.size(), DataLoss, "step ", i,
+               " has ", s.subplans_size(), " subplans for ", names.size(), " subgraphs");
+      for (size_t k = 0; k < names.size(); ++k) {
+        const ir::Graph* sub = graph.resolve_subgraph(names[k]);
+        MF_CHECK(sub != nullptr, DataLoss, "step ", i, " names subgraph @", names[k],
+                 ", which the stored graph lacks");
+        step.subplans.push_back(subplan(s.subplans(static_cast<int>(k)), *sub));
+      }
     }
-    int sub = 0;  // plan_to_proto writes only the subplans that exist
-    for (const auto& subplan : step.subplans) {
-      if (!subplan) continue;
-      if (sub >= s.subplans_size() || !same_plan(*subplan, s.subplans(sub))) return false;
-      ++sub;
-    }
-    if (sub != s.subplans_size()) return false;
+    ids(in.parameters(), out.parameters, "parameter");
+    ids(in.outputs(), out.outputs, "graph output");
+    out.arena_bytes = in.arena_bytes();
+    out.planned_peak_bytes = in.planned_peak_bytes();
   }
-  return true;
+
+ private:
+  std::shared_ptr<const runtime::Plan> subplan(int index, const ir::Graph& graph) {
+    MF_CHECK(index >= 0 && index < payload_.subplans_size(), DataLoss, "subplan ", index,
+             " is out of range");
+    const auto i = static_cast<size_t>(index);
+    MF_CHECK(graphs_[i] == nullptr || graphs_[i] == &graph, DataLoss, "subplan ", index,
+             " is named for two subgraphs");
+    graphs_[i] = &graph;
+    if (built_[i]) return built_[i];
+    if (building_[i] != nullptr) {
+      // Recursion: the plan is owned further up this chain of subplans, which outlives the edge.
+      return std::shared_ptr<const runtime::Plan>(std::shared_ptr<const runtime::Plan>(),
+                                                  building_[i]);
+    }
+    auto plan = std::make_shared<runtime::Plan>();
+    building_[i] = plan.get();
+    read(payload_.subplans(index), graph, *plan);
+    building_[i] = nullptr;
+    built_[i] = plan;
+    return plan;
+  }
+
+  const proto::CacheEntryPayload& payload_;
+  std::vector<std::shared_ptr<const runtime::Plan>> built_;
+  std::vector<runtime::Plan*> building_;
+  std::vector<const ir::Graph*> graphs_;
+};
+
+// The stored plan of `graph`, proven safe to run on it (DataLoss naming the first problem).
+std::shared_ptr<const runtime::Plan> plan_from_payload(const proto::CacheEntryPayload& payload,
+                                                       const ir::Graph& graph) {
+  auto plan = std::make_shared<runtime::Plan>();
+  try {
+    PlanReader(payload).read(payload.plan(), graph, *plan);
+    passes::check_plan(*plan);
+  } catch (Error& e) {
+    e.add_context("while checking the stored memory plan");
+    throw;
+  }
+  return plan;
 }
 
 // An entry's header fields as the ls/verify listing wants them.
@@ -485,7 +556,6 @@ fs::path CompileCache::entry_path(const std::string& key_hex) const {
 }
 
 std::optional<LoadedEntry> CompileCache::load(const CacheKey& key, const ir::Graph& traced,
-                                              const passes::CompileOptions& options,
                                               std::string* problem) const {
   // entry_path() as a plain string: a std::filesystem::path splits itself into components when it
   // is built, which a hit would pay for nothing.
@@ -538,11 +608,8 @@ std::optional<LoadedEntry> CompileCache::load(const CacheKey& key, const ir::Gra
     // No ir::verify here: store() verified this graph before writing it, the checksum proves these
     // are the bytes it wrote, and the key's build.id proves this build wrote them (the same
     // verifier, the same deserializer). graph_from_proto still refuses impossible structure, and
-    // the plan check below still ties the rebuilt graph to what the writer planned.
-    auto plan = std::make_shared<runtime::Plan>(passes::plan_memory(graph, options));
-    MF_CHECK(same_plan(*plan, payload.plan()), DataLoss,
-             "the memory plan rebuilt from the stored graph differs from the stored plan");
-    loaded.compiled.plan = std::move(plan);
+    // the stored plan is proven safe for this graph before anything runs it.
+    loaded.compiled.plan = plan_from_payload(payload, graph);
     loaded.compiled.passes.reserve(static_cast<size_t>(payload.passes_size()));
     for (const auto& record : payload.passes()) {
       loaded.compiled.passes.push_back(
@@ -583,7 +650,7 @@ bool CompileCache::store(const CacheKey& key, const passes::CompiledGraph& compi
     }
     proto::CacheEntryPayload payload;
     ir::graph_to_proto(*compiled.graph, *payload.mutable_graph());
-    plan_to_proto(*compiled.plan, *payload.mutable_plan());
+    PlanWriter(payload).write(*compiled.plan, *payload.mutable_plan());
     for (const passes::PassRecord& record : compiled.passes) {
       auto* r = payload.add_passes();
       r->set_name(record.name);
@@ -604,7 +671,7 @@ bool CompileCache::store(const CacheKey& key, const passes::CompiledGraph& compi
     }
     header.set_summary(key.summary);
     header.set_payload_bytes(payload_bytes.size());
-    header.set_payload_checksum(fnv1a(payload_bytes));
+    header.set_payload_checksum(payload_checksum(payload_bytes));
     header.set_created_unix_ms(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count());
@@ -750,6 +817,7 @@ std::vector<CacheEntryInfo> CompileCache::verify() const {
       } catch (const Error& e) {
         MF_FAIL(DataLoss, "the stored graph does not verify: ", e.message());
       }
+      plan_from_payload(payload, *graph);
     } catch (const std::exception& e) {
       info.problem = e.what();
     }
@@ -834,8 +902,7 @@ CacheExplanation CompileCache::explain(const CacheKey& key) const {
 }
 
 CacheLookup lookup_compiled(const context::Policy& policy, const ir::Graph& traced,
-                            const ir::TensorType& input, const context::Fingerprint& fingerprint,
-                            const passes::CompileOptions& options) {
+                            const ir::TensorType& input, const context::Fingerprint& fingerprint) {
   CacheLookup out;
   out.key = make_cache_key(traced, input, fingerprint);
   // A hit runs no pass, so it could write no pass dumps: save_graphs means "compile and show me".
@@ -845,7 +912,7 @@ CacheLookup lookup_compiled(const context::Policy& policy, const ir::Graph& trac
   }
   const CompileCache cache(policy.compile_cache_dir.value);
   std::string problem;
-  std::optional<LoadedEntry> loaded = cache.load(out.key, traced, options, &problem);
+  std::optional<LoadedEntry> loaded = cache.load(out.key, traced, &problem);
   if (loaded) {
     out.compiled = std::move(loaded->compiled);
     out.note = "loaded, no pass ran; compiling took " + three_digits(loaded->original_compile_ms) +

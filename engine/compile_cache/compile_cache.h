@@ -27,7 +27,7 @@ namespace mf::engine {
 // The documented default size bound: 1 GiB. `mf` replaces it with MF_CACHE_MAX_BYTES at start-up.
 inline constexpr std::uint64_t kDefaultCompileCacheMaxBytes = std::uint64_t{1} << 30;
 // Bumped whenever the entry layout (proto/compile_cache.proto or the envelope) changes meaning.
-inline constexpr std::uint32_t kCompileCacheFormatVersion = 1;
+inline constexpr std::uint32_t kCompileCacheFormatVersion = 2;
 inline constexpr std::string_view kCompileCacheExtension = ".mfcc";
 
 // Process-wide settings, set once by the tool at start-up: library code never reads the
@@ -98,13 +98,12 @@ class CompileCache {
   std::filesystem::path entry_path(const std::string& key_hex) const;
 
   // The entry for key, rebuilt and checked: header, version, key components, payload checksum,
-  // the graph's structure and its parameters against `traced`'s, and the memory plan rebuilt with
-  // `options` equal to the stored one. The graph is not verified again: store() stores only graphs
-  // that verify, and the checksum and the key's build.id prove these are the bytes this build
-  // wrote. nullopt on a miss; a damaged or foreign entry is a warning and a miss (*problem says
-  // why). A hit marks the entry used.
+  // the graph's structure and its parameters against `traced`'s, and the stored memory plan
+  // proven safe for the stored graph (passes::check_plan). The graph is not verified again:
+  // store() stores only graphs that verify, and the checksum and the key's build.id prove these
+  // are the bytes this build wrote. nullopt on a miss; a damaged or foreign entry is a warning and
+  // a miss (*problem says why). A hit marks the entry used.
   std::optional<LoadedEntry> load(const CacheKey& key, const ir::Graph& traced,
-                                  const passes::CompileOptions& options,
                                   std::string* problem = nullptr) const;
 
   // Verifies the compiled graph (a graph that does not verify is not stored), writes the entry
@@ -143,8 +142,7 @@ struct CacheLookup {
   std::string note;
 };
 CacheLookup lookup_compiled(const context::Policy& policy, const ir::Graph& traced,
-                            const ir::TensorType& input, const context::Fingerprint& fingerprint,
-                            const passes::CompileOptions& options);
+                            const ir::TensorType& input, const context::Fingerprint& fingerprint);
 std::string store_compiled(const context::Policy& policy, const CacheLookup& lookup,
                            const passes::CompiledGraph& compiled, double compile_ms);
 

@@ -30,6 +30,8 @@
 #include "engine/trace.h"
 #include "engine_fixture.h"
 #include "ir/serialize.h"
+#include "runtime/graph_executor.h"
+#include "runtime/memory_pool.h"
 
 namespace mf {
 namespace {
@@ -191,20 +193,81 @@ TEST_F(CompileCacheTest, GraphDigestIsTheDigestOfTheCanonicalForm) {
 
 // A hit rebuilds the memory plan and compares it with the stored one field by field: under other
 // planning options (which the key normally keeps apart) the entry is refused, not trusted.
-TEST_F(CompileCacheTest, ARebuiltPlanThatDiffersFromTheStoredOneIsRefused) {
-  use_cache({{"jit_config", {{"jit_level", "O1"}}}});
-  run("transformer");
-  const Traced t = trace("transformer");
+// A hit takes the stored plan as it is, so a plan that is unsafe for its graph must be refused even
+// when its checksum is right: store a compiled graph whose plan lets two live tensors share bytes.
+TEST_F(CompileCacheTest, AStoredPlanThatIsUnsafeForItsGraphIsRefused) {
+  use_cache({{"jit_config", {{"jit_level", "O1"}}}, {"memory_optimize_level", "O1"}});
+  Traced t = trace("transformer");
+  const passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
+  passes::CompiledGraph compiled = passes::compile(t.trace.graph->clone(), options);
   const CompileCache cache(dir());
-  passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
-  ASSERT_TRUE(cache.load(t.key, *t.trace.graph, options).has_value());
-  options.memory_level = options.memory_level == passes::MemoryLevel::kO0
-                             ? passes::MemoryLevel::kO1
-                             : passes::MemoryLevel::kO0;
+  ASSERT_TRUE(cache.store(t.key, compiled, 1.0));
+  ASSERT_TRUE(cache.load(t.key, *t.trace.graph).has_value());
+
+  // Every arena slot of the encoder layer's plan (a subplan: O1 keeps the call) moved to offset
+  // 0: tensors alive at once now overlap.
+  auto unsafe = std::make_shared<runtime::Plan>(*compiled.plan);
+  ASSERT_EQ(unsafe->steps.size(), 1u);
+  ASSERT_EQ(unsafe->steps[0].subplans.size(), 1u);
+  auto layer = std::make_shared<runtime::Plan>(*unsafe->steps[0].subplans[0]);
+  int moved = 0;
+  for (runtime::Slot& slot : layer->slots) {
+    if (slot.kind == runtime::SlotKind::kArena && slot.offset != 0) slot.offset = 0, ++moved;
+  }
+  ASSERT_GT(moved, 0) << layer->describe();
+  unsafe->steps[0].subplans[0] = layer;
+  compiled.plan = unsafe;
+  ASSERT_TRUE(cache.store(t.key, compiled, 1.0));
   std::string problem;
-  EXPECT_FALSE(cache.load(t.key, *t.trace.graph, options, &problem).has_value());
-  EXPECT_NE(problem.find("memory plan rebuilt from the stored graph differs"), std::string::npos)
-      << problem;
+  EXPECT_FALSE(cache.load(t.key, *t.trace.graph, &problem).has_value());
+  EXPECT_NE(problem.find("share bytes while both are alive"), std::string::npos) << problem;
+  EXPECT_NE(problem.find("stored memory plan"), std::string::npos) << problem;
+  const auto checked = cache.verify();
+  ASSERT_EQ(checked.size(), 1u);
+  EXPECT_NE(checked[0].problem.find("share bytes while both are alive"), std::string::npos)
+      << checked[0].problem;
+}
+
+// A subgraph that reaches itself through nested control flow is stored once and loads as the same
+// recursion: @count(n) = cond(n < 10, n) then @step(n) = @count(n + 1), else n.
+TEST_F(CompileCacheTest, ARecursiveSubgraphIsStoredOnceAndRunsAfterAHit) {
+  use_cache();
+  auto g = std::make_unique<ir::Graph>("main");
+  auto* n = g->add_parameter("n", ir::TensorType{ir::DType::kFloat32, {}});
+  ir::Graph* count = g->add_subgraph("count");
+  auto* cn = count->add_parameter("n", ir::TensorType{ir::DType::kFloat32, {}});
+  auto* pred = count->add_node("less", {cn, count->add_constant<float>({}, {10.0f})});
+  count->add_output(count->create_node(
+      nullptr, "cond", {pred, cn},
+      {{"then_branch", std::string("step")}, {"else_branch", std::string("done")}},
+      {ir::TensorType{ir::DType::kFloat32, {}}}));
+  ir::Graph* step = g->add_subgraph("step");
+  auto* sn = step->add_parameter("n", ir::TensorType{ir::DType::kFloat32, {}});
+  auto* next = step->add_node("add", {sn, step->add_constant<float>({}, {1.0f})});
+  step->add_output(step->create_node(nullptr, "call", {next}, {{"graph", std::string("count")}},
+                                     {ir::TensorType{ir::DType::kFloat32, {}}}));
+  ir::Graph* done = g->add_subgraph("done");
+  done->add_output(done->add_parameter("n", ir::TensorType{ir::DType::kFloat32, {}}));
+  g->add_output(g->create_node(nullptr, "call", {n}, {{"graph", std::string("count")}},
+                               {ir::TensorType{ir::DType::kFloat32, {}}}));
+
+  Traced t = trace("mlp");  // for a policy and fingerprint; the key is made for `g` below
+  const CacheKey key =
+      engine::make_cache_key(*g, ir::TensorType{ir::DType::kFloat32, {}}, t.fingerprint);
+  const passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
+  const passes::CompiledGraph compiled = passes::compile(g->clone(), options);
+  const CompileCache cache(dir());
+  ASSERT_TRUE(cache.store(key, compiled, 1.0));
+  std::string problem;
+  const auto loaded = cache.load(key, *g, &problem);
+  ASSERT_TRUE(loaded.has_value()) << problem;
+  runtime::TensorArg zero{ir::TensorType{ir::DType::kFloat32, {}},
+                          runtime::default_pool().allocate(64, "test")};
+  *static_cast<float*>(zero.buffer->data()) = 0.0f;
+  const auto outputs = runtime::make_kernel_executor(loaded->compiled.plan)->run({&zero, 1}, {});
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(*static_cast<const float*>(outputs[0].buffer->data()), 10.0f);
+  for (const auto& e : cache.verify()) EXPECT_EQ(e.problem, "") << e.key;
 }
 
 // A hit's note states what compiling took when the entry was stored, with three significant digits
@@ -220,7 +283,7 @@ TEST_F(CompileCacheTest, TheHitNoteStatesTheStoredCompileTime) {
         12.0, 12.34,     99.94, 99.96,     100.0,  123.4, 999.4, 999.6,   1234.5, 65432.1}) {
     ASSERT_TRUE(CompileCache(dir()).store(t.key, compiled, ms));
     const engine::CacheLookup hit =
-        engine::lookup_compiled(t.policy, *t.trace.graph, t.input.type(), t.fingerprint, options);
+        engine::lookup_compiled(t.policy, *t.trace.graph, t.input.type(), t.fingerprint);
     ASSERT_TRUE(hit.compiled.has_value()) << hit.note;
     char expected[32];
     std::snprintf(expected, sizeof(expected), "%.3g", ms);
@@ -257,7 +320,7 @@ TEST_F(CompileCacheTest, EveryFingerprintComponentFlipsAHitIntoAMiss) {
   const Traced t = trace("mlp");
   const CompileCache cache(dir());
   const passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
-  ASSERT_TRUE(cache.load(t.key, *t.trace.graph, options).has_value());
+  ASSERT_TRUE(cache.load(t.key, *t.trace.graph).has_value());
   ASSERT_TRUE(cache.explain(t.key).hit);
   ASSERT_FALSE(t.fingerprint.components.empty());
   for (size_t i = 0; i < t.fingerprint.components.size(); ++i) {
@@ -266,7 +329,7 @@ TEST_F(CompileCacheTest, EveryFingerprintComponentFlipsAHitIntoAMiss) {
     changed.components[i].second += "~";
     const CacheKey key = engine::make_cache_key(*t.trace.graph, t.input.type(), changed);
     EXPECT_NE(key.hex, t.key.hex) << name;
-    EXPECT_FALSE(cache.load(key, *t.trace.graph, options).has_value()) << name;
+    EXPECT_FALSE(cache.load(key, *t.trace.graph).has_value()) << name;
     const engine::CacheExplanation why = cache.explain(key);
     EXPECT_FALSE(why.hit);
     EXPECT_EQ(why.nearest_key, t.key.hex);
@@ -460,7 +523,7 @@ TEST_F(CompileCacheTest, EveryTruncationAndByteFlipIsRefusedOrEquivalent) {
   for (size_t n = 0; n < bytes.size(); n += std::max<size_t>(1, bytes.size() / 300)) {
     write(bytes.substr(0, n));
     std::string problem;
-    EXPECT_FALSE(cache.load(t.key, *t.trace.graph, options, &problem).has_value()) << n;
+    EXPECT_FALSE(cache.load(t.key, *t.trace.graph, &problem).has_value()) << n;
     EXPECT_FALSE(problem.empty()) << n;
   }
   for (size_t i = 0; i < bytes.size(); i += std::max<size_t>(1, bytes.size() / 500)) {
@@ -469,7 +532,7 @@ TEST_F(CompileCacheTest, EveryTruncationAndByteFlipIsRefusedOrEquivalent) {
     write(damaged);
     // A flip in the payload always breaks the checksum; one in the header breaks the header, its
     // key components, or (in a field nobody trusts, like the creation time) changes nothing.
-    if (cache.load(t.key, *t.trace.graph, options).has_value()) ++loaded;
+    if (cache.load(t.key, *t.trace.graph).has_value()) ++loaded;
   }
   log::set_level(saved);
   EXPECT_LT(loaded, 10u);
@@ -491,7 +554,7 @@ TEST_F(CompileCacheTest, EntriesVanishingUnderReadersAreMisses) {
   ASSERT_EQ(cache.list().size(), 1u);
   fs::remove(entry);
   std::string problem;
-  EXPECT_FALSE(cache.load(t.key, *t.trace.graph, options, &problem).has_value());
+  EXPECT_FALSE(cache.load(t.key, *t.trace.graph, &problem).has_value());
   EXPECT_EQ(problem, "");  // plainly absent: not damage
   EXPECT_TRUE(cache.verify().empty());
   EXPECT_FALSE(cache.explain(t.key).hit);
@@ -520,7 +583,7 @@ TEST_F(CompileCacheTest, EntriesVanishingUnderReadersAreMisses) {
     EXPECT_NO_THROW(cache.explain(t.key));
     std::optional<engine::LoadedEntry> loaded;
     problem.clear();
-    EXPECT_NO_THROW(loaded = cache.load(t.key, *t.trace.graph, options, &problem));
+    EXPECT_NO_THROW(loaded = cache.load(t.key, *t.trace.graph, &problem));
     if (loaded) ++hits;
     if (!loaded && !problem.empty()) ADD_FAILURE() << problem;
   }
@@ -631,7 +694,7 @@ TEST_F(CompileCacheTest, ClearListAndConcurrentWritersOfOneKey) {
   run("mlp");
   const Traced t = trace("mlp");
   const passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
-  auto loaded = cache.load(t.key, *t.trace.graph, options);
+  auto loaded = cache.load(t.key, *t.trace.graph);
   ASSERT_TRUE(loaded.has_value());
   std::atomic<int> stored{0};
   std::vector<std::thread> writers;
@@ -643,7 +706,7 @@ TEST_F(CompileCacheTest, ClearListAndConcurrentWritersOfOneKey) {
   for (auto& w : writers) w.join();
   EXPECT_EQ(stored, 80);
   ASSERT_EQ(entries().size(), 1u);
-  EXPECT_TRUE(cache.load(t.key, *t.trace.graph, options).has_value());
+  EXPECT_TRUE(cache.load(t.key, *t.trace.graph).has_value());
 }
 
 }  // namespace

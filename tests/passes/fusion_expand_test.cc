@@ -66,21 +66,28 @@ subgraph @main(%para1_x: f32(4, 10)) {
 }
 )";
 
-TEST(ExpandCompositeOpsTest, SoftmaxExpandsWhenStitchedAndOnlyWhereBitExactUnlessAsked) {
-  auto r = testing::run_pass(*make_expand_composite_ops(fusion_options(1)), kSoftmaxOdd);
-  EXPECT_FALSE(r.changed) << "without stitching the row kernel beats its expansion";
-  r = testing::run_pass(*make_expand_composite_ops(fusion_options(3)), kSoftmaxOdd);
-  EXPECT_TRUE(r.changed) << "over the last axis the expansion rounds as the kernel, any row length";
-  EXPECT_NE(r.text.find("reduce_max("), std::string::npos) << r.text;
-  EXPECT_NE(r.text.find("reduce_sum("), std::string::npos) << r.text;
-  EXPECT_EQ(r.text.find("softmax("), std::string::npos) << r.text;
-  r = testing::run_pass(*make_expand_composite_ops(fusion_options(3)), kSoftmaxFirstAxis);
-  EXPECT_FALSE(r.changed) << "over another axis the kernel sums column-wise, in another order";
-  CompileOptions options = fusion_options(3);
+// softmax's row kernel beats its stitched expansion, so it stays whole at every level unless named;
+// named, it expands only where its reductions can stitch (opt_level 3), over any axis.
+TEST(ExpandCompositeOpsTest, SoftmaxStaysWholeUnlessNamedAndStitched) {
+  for (int level : {1, 2, 3}) {
+    const auto r =
+        testing::run_pass(*make_expand_composite_ops(fusion_options(level)), kSoftmaxOdd);
+    EXPECT_FALSE(r.changed) << "opt_level " << level << ": " << r.text;
+    EXPECT_NE(r.text.find("softmax("), std::string::npos) << r.text;
+  }
+  CompileOptions options = fusion_options(1);
   options.fusion.enable_expand_ops = {"softmax"};
-  r = testing::run_pass(*make_expand_composite_ops(options), kSoftmaxFirstAxis);
-  EXPECT_TRUE(r.changed);
-  EXPECT_EQ(r.text.find("softmax("), std::string::npos) << r.text;
+  EXPECT_FALSE(testing::run_pass(*make_expand_composite_ops(options), kSoftmaxOdd).changed)
+      << "without stitching its reductions would be kernels of their own";
+  options = fusion_options(3);
+  options.fusion.enable_expand_ops = {"softmax"};
+  for (const char* text : {kSoftmaxOdd, kSoftmaxFirstAxis}) {
+    const auto r = testing::run_pass(*make_expand_composite_ops(options), text);
+    EXPECT_TRUE(r.changed) << text;
+    EXPECT_NE(r.text.find("reduce_max("), std::string::npos) << r.text;
+    EXPECT_NE(r.text.find("reduce_sum("), std::string::npos) << r.text;
+    EXPECT_EQ(r.text.find("softmax("), std::string::npos) << r.text;
+  }
 }
 
 TEST(ExpandCompositeOpsTest, DisableAndOnlyLists) {

@@ -6,6 +6,10 @@
 #include <numeric>
 #include <unordered_map>
 
+#if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include "base/error.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/strided.h"
@@ -28,6 +32,10 @@ constexpr int64_t kStitchChunkElements = 8192;
 // tiles of full-shape inputs start at aligned addresses: speed only, results do not depend on it.
 constexpr int64_t kAlignElements = 16;
 constexpr size_t kBufferAlign = 64;
+// Outputs of an elementwise kernel at least this large go to memory with streaming stores: a
+// plain store first reads the line it writes (a third more traffic), and the result is too big
+// to be read back from cache by the next kernel anyway.
+constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
 constexpr size_t kMaxElem = 8;
 
 int64_t round_up(int64_t n, int64_t m) {
@@ -125,6 +133,41 @@ void fill_value(void* dst, const void* value, size_t elem, int64_t n) {
   MF_FAIL(Internal, "fused kernel: unsupported element size ", elem);
 }
 
+// dst[0, bytes) = src[0, bytes) with non-temporal stores where dst is 64-byte aligned; the caller
+// fences (stream_fence) before another thread may read dst.
+void stream_copy(char* dst, const char* src, size_t bytes) {
+  size_t i = 0;
+#if defined(__AVX512F__)
+  if (reinterpret_cast<uintptr_t>(dst) % 64 == 0) {
+    for (; i + 64 <= bytes; i += 64) {
+      _mm512_stream_ps(reinterpret_cast<float*>(dst + i),
+                       _mm512_loadu_ps(reinterpret_cast<const float*>(src + i)));
+    }
+  }
+#elif defined(__AVX__)
+  if (reinterpret_cast<uintptr_t>(dst) % 32 == 0) {
+    for (; i + 32 <= bytes; i += 32) {
+      _mm256_stream_ps(reinterpret_cast<float*>(dst + i),
+                       _mm256_loadu_ps(reinterpret_cast<const float*>(src + i)));
+    }
+  }
+#elif defined(__SSE2__)
+  if (reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+    for (; i + 16 <= bytes; i += 16) {
+      _mm_stream_ps(reinterpret_cast<float*>(dst + i),
+                    _mm_loadu_ps(reinterpret_cast<const float*>(src + i)));
+    }
+  }
+#endif
+  std::memcpy(dst + i, src + i, bytes - i);
+}
+
+void stream_fence() {
+#if defined(__SSE2__) || defined(__AVX__) || defined(__AVX512F__)
+  _mm_sfence();
+#endif
+}
+
 std::string shape_text(const ir::Shape& s) {
   return ir::shape_to_string(s);
 }
@@ -140,6 +183,7 @@ struct FusedKernel::Impl {
   int reduces = 0;
   int stages = 1;
   int64_t rows_per_chunk = 1;
+  bool stream_outputs = false;  // body outputs go through a tile buffer and streaming stores
   std::vector<ValueInfo> values;
   std::vector<OpInfo> ops;        // topological order
   std::vector<int> outputs;       // value id per body output
@@ -244,6 +288,8 @@ struct FusedKernel::Impl {
     // (values read by a reduce or a later stage) then stay in L1/L2 between the stages.
     const int64_t row_align = kAlignElements / std::gcd(cols, kAlignElements);
     const int64_t rows_wanted = std::max<int64_t>(1, kStitchChunkElements / cols);
+    stream_outputs =
+        reduces == 0 && n * static_cast<int64_t>(values[outputs[0]].elem) >= kStreamMinBytes;
     rows_per_chunk = reduces == 0               ? kChunkElements
                      : row_align <= rows_wanted ? round_up(rows_wanted, row_align)
                                                 : rows_wanted;
@@ -435,7 +481,7 @@ struct FusedKernel::Impl {
     const ir::KernelContext& ctx;
     int64_t r0, r1, e0, e1;
     Scratch scratch;
-    size_t chunk0 = 0, tile0 = 0, row0 = 0, gather0 = 0, rowgather0 = 0;
+    size_t chunk0 = 0, tile0 = 0, row0 = 0, gather0 = 0, rowgather0 = 0, stream0 = 0;
   };
 
   const void* input_data(const ValueInfo& v, const ir::KernelContext& ctx) const {
@@ -446,6 +492,7 @@ struct FusedKernel::Impl {
   char* home_of(const ValueInfo& v, Run& run, int64_t t0) const {
     switch (v.home) {
       case Home::kOutput:
+        if (stream_outputs) return run.scratch.at(run.stream0 + v.output);
         return static_cast<char*>(run.ctx.outputs[v.output].data) + t0 * v.elem;
       case Home::kChunk:
         return run.scratch.at(run.chunk0 + v.index) + (t0 - run.e0) * v.elem;
@@ -533,6 +580,10 @@ struct FusedKernel::Impl {
     run.rowgather0 = run.gather0 + max_arity;
     for (size_t i = 0; i < max_arity; ++i)
       run.scratch.add(std::max<int64_t>(chunk_rows, 1) * kMaxElem);
+    run.stream0 = run.rowgather0 + max_arity;
+    if (stream_outputs) {
+      for (size_t i = 0; i < outputs.size(); ++i) run.scratch.add(kTile * kMaxElem);
+    }
     run.scratch.allocate();
 
     std::vector<const void*> args(max_arity);
@@ -561,6 +612,7 @@ struct FusedKernel::Impl {
             }
             op.tile(args.data(), scalars, home_of(values[op.output], run, t0), len);
           }
+          if (stream_outputs) stream_tile(run, t0, len);
         }
       }
       // Reductions over this stage's values, row by row.
@@ -577,7 +629,18 @@ struct FusedKernel::Impl {
         }
       }
     }
+    if (stream_outputs) stream_fence();
     write_outputs(run);
+  }
+
+  // The tile [t0, t0 + len) of each output computed into its tile buffer, streamed to memory.
+  void stream_tile(Run& run, int64_t t0, int64_t len) const {
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      const ValueInfo& v = values[outputs[k]];
+      if (v.home != Home::kOutput || v.output != static_cast<int>(k)) continue;
+      stream_copy(static_cast<char*>(run.ctx.outputs[k].data) + t0 * v.elem,
+                  run.scratch.at(run.stream0 + k), len * v.elem);
+    }
   }
 
   void write_outputs(Run& run) const {

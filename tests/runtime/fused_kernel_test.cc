@@ -127,6 +127,22 @@ TEST(FusedKernelTest, ElementwiseChainWithBroadcastingIsBitIdentical) {
   EXPECT_EQ(fused[0], 1u) << "one kernel for the whole chain at opt_level 1";
 }
 
+// Outputs of 8 MiB and more leave through a tile buffer and streaming stores: several outputs, one
+// returned twice, and a length that leaves a partial tile and a tail shorter than one SIMD store.
+TEST(FusedKernelTest, LargeOutputsStreamedAreBitIdentical) {
+  const TensorType x = f32({2 * 1024 * 1024 + 1029});
+  auto build = [&](Graph& g) {
+    ir::Value px = g.add_parameter("x", x);
+    ir::Value t = g.add_node("tanh", {g.add_node("mul", {px, px})});
+    ir::Value y = g.add_node("sub", {t, g.add_node("sigmoid", {px})});
+    g.add_output(y);
+    g.add_output(g.add_node("neg", {t}));
+    g.add_output(y);
+  };
+  const auto fused = expect_fused_equals_unfused(build, {x});
+  EXPECT_GE(fused[0], 1u);
+}
+
 TEST(FusedKernelTest, ReduceTailAndSeveralOutputs) {
   const TensorType x = f32({129, 77});
   auto build = [&](Graph& g) {

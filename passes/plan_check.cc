@@ -6,7 +6,6 @@
 #include "base/error.h"
 #include "ir/printer.h"
 #include "passes/plan_memory.h"
-#include "runtime/memory_pool.h"
 
 namespace mf::passes {
 namespace {
@@ -17,12 +16,6 @@ using runtime::SlotKind;
 using runtime::Step;
 
 constexpr int kBefore = -1;  // the "producer" of a parameter or constant: it exists before step 0
-
-size_t bytes_of(const ir::TensorType& type) {
-  const size_t raw = static_cast<size_t>(ir::num_elements(type.shape)) * ir::dtype_size(type.dtype);
-  return (raw + runtime::kTensorAlignment - 1) / runtime::kTensorAlignment *
-         runtime::kTensorAlignment;
-}
 
 class PlanChecker {
  public:
@@ -55,8 +48,9 @@ class PlanChecker {
     defined_.assign(n, false);
     for (size_t id = 0; id < n; ++id) {
       const Slot& slot = plan.slots[id];
-      MF_CHECK(slot.bytes >= bytes_of(slot.type), DataLoss, "slot ", id, " holds ", slot.bytes,
-               " bytes, its type ", ir::type_to_string(slot.type), " needs ", bytes_of(slot.type));
+      MF_CHECK(slot.bytes >= slot_bytes(slot.type), DataLoss, "slot ", id, " holds ", slot.bytes,
+               " bytes, its type ", ir::type_to_string(slot.type), " needs ",
+               slot_bytes(slot.type));
     }
     MF_CHECK(plan.parameters.size() == graph.num_parameters(), DataLoss, "the plan has ",
              plan.parameters.size(), " parameter slots, the graph ", graph.num_parameters(),

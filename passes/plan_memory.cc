@@ -20,15 +20,6 @@ using runtime::Step;
 
 constexpr int kNoStep = -1;  // a parameter's or constant's "producer": defined before step 0
 
-size_t round_up(size_t bytes) {
-  return (bytes + runtime::kTensorAlignment - 1) / runtime::kTensorAlignment *
-         runtime::kTensorAlignment;
-}
-
-size_t bytes_of(const ir::TensorType& type) {
-  return round_up(static_cast<size_t>(ir::num_elements(type.shape)) * ir::dtype_size(type.dtype));
-}
-
 // A run of slots sharing the same bytes (an in-place chain): one arena allocation whose lifetime
 // spans every member's.
 struct Group {
@@ -98,7 +89,7 @@ class Planner {
     slot.type = type;
     slot.kind = kind;
     slot.index = index;
-    slot.bytes = bytes_of(type);
+    slot.bytes = slot_bytes(type);
     plan.slots.push_back(slot);
     return static_cast<int>(plan.slots.size()) - 1;
   }
@@ -410,6 +401,12 @@ class Planner {
 };
 
 }  // namespace
+
+size_t slot_bytes(const ir::TensorType& type) {
+  const size_t raw = static_cast<size_t>(ir::num_elements(type.shape)) * ir::dtype_size(type.dtype);
+  return (raw + runtime::kTensorAlignment - 1) / runtime::kTensorAlignment *
+         runtime::kTensorAlignment;
+}
 
 std::vector<std::string> subgraph_names(const ir::Node& node) {
   std::vector<std::string> names;

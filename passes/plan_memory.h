@@ -18,6 +18,9 @@ namespace mf::passes {
 // recursively with the same options. Throws mf::Error (NotFound) when a named subgraph is missing.
 runtime::Plan plan_memory(const ir::Graph& graph, const CompileOptions& options);
 
+// The bytes a slot of `type` takes: its elements, rounded up to runtime::kTensorAlignment.
+size_t slot_bytes(const ir::TensorType& type);
+
 // The subgraph-naming string attributes of a control-flow op, in the order the op declares them
 // (call: graph; cond: then_branch, else_branch; while: cond_graph, body_graph). The executors index
 // Step::subplans in this order.

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "ir/graph.h"
 #include "passes/plan_memory.h"
+#include "plan_test_util.h"
 
 namespace mf::passes {
 namespace {
@@ -21,16 +22,8 @@ using ir::TensorType;
 using runtime::Plan;
 using runtime::SlotKind;
 
-TensorType f32(ir::Shape shape) {
-  return {DType::kFloat32, std::move(shape)};
-}
-
-Plan plan(const Graph& g, MemoryLevel level, bool reuse = true) {
-  CompileOptions options;
-  options.memory_level = level;
-  options.memory_reuse = reuse;
-  return plan_memory(g, options);
-}
+using testing::f32;
+using testing::plan;
 
 // x -> matmul -> relu -> tanh -> neg, and matmuls two steps apart: in-place chains and reuse.
 std::unique_ptr<Graph> mixed_graph() {

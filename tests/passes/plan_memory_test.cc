@@ -2,6 +2,7 @@
 // planned peak, no overlap without reuse, in-place marking, dependencies and subplans.
 
 #include "passes/plan_memory.h"
+#include "plan_test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -19,16 +20,8 @@ using ir::TensorType;
 using runtime::Plan;
 using runtime::SlotKind;
 
-TensorType f32(ir::Shape shape) {
-  return {DType::kFloat32, std::move(shape)};
-}
-
-Plan plan(const Graph& g, MemoryLevel level, bool reuse = true) {
-  CompileOptions options;
-  options.memory_level = level;
-  options.memory_reuse = reuse;
-  return plan_memory(g, options);
-}
+using testing::f32;
+using testing::plan;
 
 constexpr size_t kTensorBytes = 64 * 64 * 4;
 

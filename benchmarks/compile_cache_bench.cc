@@ -4,7 +4,7 @@
 //   miss/<jit>          what a first process pays: key, miss explanation, compile, store, executor
 //   key/<jit>           make_cache_key (canonical digest of the trace, every component)
 //   digest/<jit>        ir::canonical_digest of the trace alone (printer and hasher)
-//   load/<jit>          CompileCache::load on a hit (read, checks, graph rebuilt, plan rebuilt)
+//   load/<jit>          CompileCache::load on a hit (read, checks, graph rebuilt, plan checked)
 //   executor/<jit>      building the executor from the plan (paid by a compile and a hit alike)
 //   hit/<jit>           what a later process pays: key + load + executor
 // The tracing itself is outside every figure, as it is outside GRAPH mode's compile_ms. Within one

@@ -63,7 +63,7 @@ std::unique_ptr<CompiledNetwork> compile_network(nn::Cell& cell, const Tensor& x
   start = Clock::now();
   const std::string prefix = trace.graph->name() + "_" + std::to_string(++compile_counter);
   const passes::CompileOptions options = compile_options_from(policy, prefix);
-  // The persistent cache: a hit replaces the pass pipeline by a load (plan rebuilt, verified).
+  // The persistent cache: a hit replaces the pass pipeline by a load (stored plan proven safe).
   std::optional<CacheLookup> cached;
   if (policy.compile_cache.value) {
     cached = lookup_compiled(policy, *trace.graph, x.type(), fingerprint);

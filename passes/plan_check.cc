@@ -19,8 +19,19 @@ constexpr int kBefore = -1;  // the "producer" of a parameter or constant: it ex
 
 class PlanChecker {
  public:
+  // `root` and every plan reachable through subplans, each once (a subplan may be named by several
+  // steps, or by itself through nested control flow).
+  void check_all(const Plan& root) {
+    pending_.push_back(&root);
+    while (!pending_.empty()) {
+      const Plan* next = pending_.back();
+      pending_.pop_back();
+      if (checked_.insert(next).second) check(*next);
+    }
+  }
+
+ private:
   void check(const Plan& plan) {
-    if (!checked_.insert(&plan).second) return;  // a subplan named twice, or recursively
     MF_CHECK(plan.graph != nullptr, DataLoss, "the plan names no graph");
     try {
       check_structure(plan);
@@ -32,7 +43,6 @@ class PlanChecker {
     }
   }
 
- private:
   int slot_id(const Plan& plan, int id, const char* what) const {
     MF_CHECK(id >= 0 && static_cast<size_t>(id) < plan.slots.size(), DataLoss, what, " slot ", id,
              " is out of range (", plan.slots.size(), " slots)");
@@ -175,7 +185,7 @@ class PlanChecker {
   }
 
   void check_memory(const Plan& plan) {
-    std::vector<int> arena;
+    arena_.clear();
     for (size_t id = 0; id < plan.slots.size(); ++id) {
       const Slot& slot = plan.slots[id];
       if (slot.kind != SlotKind::kArena) continue;
@@ -184,13 +194,13 @@ class PlanChecker {
           DataLoss, "arena slot ", id, " [", slot.offset, ", ", slot.offset + slot.bytes,
           ") lies outside the arena of ", plan.arena_bytes, " bytes");
       MF_CHECK(!slot.is_output, DataLoss, "graph output slot ", id, " lives in the arena");
-      if (slot.bytes > 0) arena.push_back(static_cast<int>(id));
+      if (slot.bytes > 0) arena_.push_back(static_cast<int>(id));
     }
     // Byte ranges that meet belong to slots never alive at once: one's last use comes before the
     // other's producer, or exactly at it when that step runs in place from one to the other.
-    for (size_t i = 0; i < arena.size(); ++i) {
-      for (size_t j = i + 1; j < arena.size(); ++j) {
-        int a = arena[i], b = arena[j];
+    for (size_t i = 0; i < arena_.size(); ++i) {
+      for (size_t j = i + 1; j < arena_.size(); ++j) {
+        int a = arena_[i], b = arena_[j];
         if (!bytes_meet(plan.slots[a], plan.slots[b])) continue;
         if (producer_[b] < producer_[a]) std::swap(a, b);
         if (last_use_[a] < producer_[b]) continue;
@@ -227,13 +237,8 @@ class PlanChecker {
     return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
   }
 
+  // Uses arena_ as check_memory left it.
   void check_ordering(const Plan& plan) {
-    std::vector<int> arena;
-    for (size_t id = 0; id < plan.slots.size(); ++id) {
-      if (plan.slots[id].kind == SlotKind::kArena && plan.slots[id].bytes > 0) {
-        arena.push_back(static_cast<int>(id));
-      }
-    }
     int last_effect = kBefore;
     for (size_t s = 0; s < plan.steps.size(); ++s) {
       const Step& step = plan.steps[s];
@@ -259,7 +264,7 @@ class PlanChecker {
       for (int out : step.outputs) {
         const Slot& o = plan.slots[out];
         if (o.kind != SlotKind::kArena || o.bytes == 0) continue;
-        for (int w : arena) {
+        for (int w : arena_) {
           if (w == out || producer_[w] >= si || last_use_[w] > si) continue;
           if (!bytes_meet(plan.slots[w], o)) continue;
           depends(producer_[w], "its output reuses bytes that step wrote");
@@ -269,13 +274,11 @@ class PlanChecker {
     }
   }
 
- public:
-  // Plans still to check (subplans found on the way), each once.
-  std::vector<const Plan*> pending_;
-
- private:
+  std::vector<const Plan*> pending_;  // subplans found on the way, still to check
   std::unordered_set<const Plan*> checked_;
+  // Per plan being checked.
   std::vector<int> producer_, last_use_, constant_slot_;
+  std::vector<int> arena_;  // arena slots that hold bytes
   std::vector<std::vector<int>> readers_;
   std::vector<bool> defined_;
   std::vector<std::pair<const ir::Node*, int>> step_of_;
@@ -284,13 +287,7 @@ class PlanChecker {
 }  // namespace
 
 void check_plan(const runtime::Plan& plan) {
-  PlanChecker checker;
-  checker.pending_.push_back(&plan);
-  while (!checker.pending_.empty()) {
-    const runtime::Plan* next = checker.pending_.back();
-    checker.pending_.pop_back();
-    checker.check(*next);
-  }
+  PlanChecker().check_all(plan);
 }
 
 }  // namespace mf::passes

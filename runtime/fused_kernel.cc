@@ -6,8 +6,8 @@
 #include <numeric>
 #include <unordered_map>
 
-#if defined(__AVX512F__) || defined(__AVX__) || defined(__SSE2__)
-#include <immintrin.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
 #endif
 
 #include "base/error.h"
@@ -133,29 +133,16 @@ void fill_value(void* dst, const void* value, size_t elem, int64_t n) {
   MF_FAIL(Internal, "fused kernel: unsupported element size ", elem);
 }
 
-// dst[0, bytes) = src[0, bytes) with non-temporal stores where dst is 64-byte aligned; the caller
-// fences (stream_fence) before another thread may read dst.
+// dst[0, bytes) = src[0, bytes) with non-temporal stores where dst is 16-byte aligned (the write-
+// combining buffers join them into whole lines); the caller fences (stream_fence) before another
+// thread may read dst.
 void stream_copy(char* dst, const char* src, size_t bytes) {
   size_t i = 0;
-#if defined(__AVX512F__)
-  if (reinterpret_cast<uintptr_t>(dst) % 64 == 0) {
-    for (; i + 64 <= bytes; i += 64) {
-      _mm512_stream_ps(reinterpret_cast<float*>(dst + i),
-                       _mm512_loadu_ps(reinterpret_cast<const float*>(src + i)));
-    }
-  }
-#elif defined(__AVX__)
-  if (reinterpret_cast<uintptr_t>(dst) % 32 == 0) {
-    for (; i + 32 <= bytes; i += 32) {
-      _mm256_stream_ps(reinterpret_cast<float*>(dst + i),
-                       _mm256_loadu_ps(reinterpret_cast<const float*>(src + i)));
-    }
-  }
-#elif defined(__SSE2__)
+#if defined(__SSE2__)
   if (reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
     for (; i + 16 <= bytes; i += 16) {
-      _mm_stream_ps(reinterpret_cast<float*>(dst + i),
-                    _mm_loadu_ps(reinterpret_cast<const float*>(src + i)));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i),
+                       _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
     }
   }
 #endif
@@ -163,7 +150,7 @@ void stream_copy(char* dst, const char* src, size_t bytes) {
 }
 
 void stream_fence() {
-#if defined(__SSE2__) || defined(__AVX__) || defined(__AVX512F__)
+#if defined(__SSE2__)
   _mm_sfence();
 #endif
 }

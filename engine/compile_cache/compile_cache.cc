@@ -327,10 +327,11 @@ class PlanWriter {
   std::map<const runtime::Plan*, int> index_;
 };
 
-// Rebuilds the stored plans against the loaded graph: ids, positions, kinds and subplan indices
-// are range-checked here (nothing read indexes out of bounds); passes::check_plan then proves the
-// result safe to run. A subplan is built once; a recursive reference points at the plan being
-// built without owning it, as the planner does.
+// Rebuilds the stored plans against the loaded graph. What this code indexes with (node positions,
+// slot kinds, subplan indices and the subgraphs they name) is checked here; slot ids and everything
+// else passes::check_plan checks afterwards, before anything runs the plan. A subplan is built
+// once; a recursive reference points at the plan being built without owning it, as the planner
+// does.
 class PlanReader {
  public:
   explicit PlanReader(const proto::CacheEntryPayload& payload)
@@ -359,14 +360,6 @@ class PlanReader {
       slot.is_output = s.is_output();
       slot.type = ir::type_from_proto(s.type());
     }
-    const int slots = in.slots_size();
-    auto ids = [&](const auto& stored, std::vector<int>& to, const char* what) {
-      to.reserve(static_cast<size_t>(stored.size()));
-      for (int id : stored) {
-        MF_CHECK(id >= 0 && id < slots, DataLoss, what, " slot ", id, " is out of range");
-        to.push_back(id);
-      }
-    };
     out.steps.resize(static_cast<size_t>(in.steps_size()));
     for (int i = 0; i < in.steps_size(); ++i) {
       const proto::CachePlanStep& s = in.steps(i);
@@ -374,9 +367,9 @@ class PlanReader {
       MF_CHECK(s.node_position() < nodes.size(), DataLoss, "step ", i, " names node ",
                s.node_position(), " of ", nodes.size());
       step.node = nodes[s.node_position()];
-      ids(s.inputs(), step.inputs, "input");
-      ids(s.outputs(), step.outputs, "output");
-      ids(s.release_after(), step.release_after, "released");
+      step.inputs.assign(s.inputs().begin(), s.inputs().end());
+      step.outputs.assign(s.outputs().begin(), s.outputs().end());
+      step.release_after.assign(s.release_after().begin(), s.release_after().end());
       step.depends_on.assign(s.depends_on().begin(), s.depends_on().end());
       step.in_place = s.in_place();
       if (s.subplans_size() == 0) continue;
@@ -390,8 +383,8 @@ class PlanReader {
         step.subplans.push_back(subplan(s.subplans(static_cast<int>(k)), *sub));
       }
     }
-    ids(in.parameters(), out.parameters, "parameter");
-    ids(in.outputs(), out.outputs, "graph output");
+    out.parameters.assign(in.parameters().begin(), in.parameters().end());
+    out.outputs.assign(in.outputs().begin(), in.outputs().end());
     out.arena_bytes = in.arena_bytes();
     out.planned_peak_bytes = in.planned_peak_bytes();
   }

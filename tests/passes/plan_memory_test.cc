@@ -14,9 +14,7 @@
 namespace mf::passes {
 namespace {
 
-using ir::DType;
 using ir::Graph;
-using ir::TensorType;
 using runtime::Plan;
 using runtime::SlotKind;
 

@@ -228,10 +228,8 @@ TEST_F(CompileCacheTest, AStoredPlanThatIsUnsafeForItsGraphIsRefused) {
       << checked[0].problem;
 }
 
-// A subgraph that reaches itself through nested control flow is stored once and loads as the same
-// recursion: @count(n) = cond(n < 10, n) then @step(n) = @count(n + 1), else n.
-TEST_F(CompileCacheTest, ARecursiveSubgraphIsStoredOnceAndRunsAfterAHit) {
-  use_cache();
+// @count(n) = cond(n < 10, n) then @step(n) = @count(n + 1), else n; main calls @count.
+std::unique_ptr<ir::Graph> recursive_graph() {
   auto g = std::make_unique<ir::Graph>("main");
   auto* n = g->add_parameter("n", ir::TensorType{ir::DType::kFloat32, {}});
   ir::Graph* count = g->add_subgraph("count");
@@ -250,7 +248,14 @@ TEST_F(CompileCacheTest, ARecursiveSubgraphIsStoredOnceAndRunsAfterAHit) {
   done->add_output(done->add_parameter("n", ir::TensorType{ir::DType::kFloat32, {}}));
   g->add_output(g->create_node(nullptr, "call", {n}, {{"graph", std::string("count")}},
                                {ir::TensorType{ir::DType::kFloat32, {}}}));
+  return g;
+}
 
+// A subgraph that reaches itself through nested control flow is stored once and loads as the same
+// recursion: @count(n) = cond(n < 10, n) then @step(n) = @count(n + 1), else n.
+TEST_F(CompileCacheTest, ARecursiveSubgraphIsStoredOnceAndRunsAfterAHit) {
+  use_cache();
+  const std::unique_ptr<ir::Graph> g = recursive_graph();
   Traced t = trace("mlp");  // for a policy and fingerprint; the key is made for `g` below
   const CacheKey key =
       engine::make_cache_key(*g, ir::TensorType{ir::DType::kFloat32, {}}, t.fingerprint);
@@ -268,6 +273,66 @@ TEST_F(CompileCacheTest, ARecursiveSubgraphIsStoredOnceAndRunsAfterAHit) {
   ASSERT_EQ(outputs.size(), 1u);
   EXPECT_EQ(*static_cast<const float*>(outputs[0].buffer->data()), 10.0f);
   for (const auto& e : cache.verify()) EXPECT_EQ(e.problem, "") << e.key;
+}
+
+// What the plan reader indexes with is checked before use: a step naming a node the stored graph
+// lacks, and subplans stored for the wrong subgraphs, are refused with the reason.
+TEST_F(CompileCacheTest, AStoredPlanThatDoesNotFitItsGraphIsRefused) {
+  use_cache();
+  const std::unique_ptr<ir::Graph> g = recursive_graph();
+  Traced t = trace("mlp");
+  const CacheKey key =
+      engine::make_cache_key(*g, ir::TensorType{ir::DType::kFloat32, {}}, t.fingerprint);
+  passes::CompiledGraph compiled =
+      passes::compile(g->clone(), engine::compile_options_from(t.policy, "test"));
+  const std::shared_ptr<const runtime::Plan> good = compiled.plan;
+  const CompileCache cache(dir());
+  auto refusal = [&](std::shared_ptr<const runtime::Plan> plan) {
+    compiled.plan = std::move(plan);
+    EXPECT_TRUE(cache.store(key, compiled, 1.0));
+    compiled.plan = good;
+    std::string problem;
+    EXPECT_FALSE(cache.load(key, *g, &problem).has_value());
+    return problem;
+  };
+  // The compiler may inline main's call: the cond is in main's plan or in @count's.
+  const runtime::Plan* holder = good.get();
+  auto cond_step = [](const runtime::Plan& p) -> int {
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      if (p.steps[i].node->op() == "cond") return static_cast<int>(i);
+    }
+    return -1;
+  };
+  if (cond_step(*holder) < 0) {
+    for (const runtime::Step& step : good->steps) {
+      if (!step.subplans.empty() && cond_step(*step.subplans[0]) >= 0)
+        holder = step.subplans[0].get();
+    }
+  }
+  const int cond = cond_step(*holder);
+  ASSERT_GE(cond, 0) << good->describe();
+  const runtime::Plan& step_plan = *holder->steps[cond].subplans[0];  // @step's
+
+  auto foreign_node = std::make_shared<runtime::Plan>(*good);
+  foreign_node->steps[0].node = step_plan.steps[0].node;  // a node of @step, not of @main
+  std::string problem = refusal(foreign_node);
+  EXPECT_NE(problem.find("step 0 names node"), std::string::npos) << problem;
+
+  // @step's and @done's plans swapped under the cond.
+  auto swapped_holder = std::make_shared<runtime::Plan>(*holder);
+  std::swap(swapped_holder->steps[cond].subplans[0], swapped_holder->steps[cond].subplans[1]);
+  std::shared_ptr<runtime::Plan> swapped = swapped_holder;
+  if (holder != good.get()) {
+    swapped = std::make_shared<runtime::Plan>(*good);
+    for (runtime::Step& step : swapped->steps) {
+      if (!step.subplans.empty() && step.subplans[0].get() == holder)
+        step.subplans[0] = swapped_holder;
+    }
+  }
+  problem = refusal(swapped);
+  EXPECT_NE(problem.find("a stored plan is of graph @done, where @step was expected"),
+            std::string::npos)
+      << problem;
 }
 
 // A hit's note states what compiling took when the entry was stored, with three significant digits

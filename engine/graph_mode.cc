@@ -128,13 +128,27 @@ Tensor run_graph_mode(nn::Cell& cell, const Tensor& x, CompiledCache& cache,
                       std::optional<context::JitLevel> network_jit_level) {
   current_policy();  // applies memory limits and print routing of the global context
   const context::Snapshot snapshot = context::snapshot();
-  const context::Policy policy = context::derive_policy(snapshot, network_jit_level);
-  const context::Fingerprint fingerprint = context::fingerprint(snapshot, policy);
+  if (!cache.derived || cache.derived->context_version != snapshot.version() ||
+      cache.derived->network_jit_level != network_jit_level) {
+    context::Policy policy_now = context::derive_policy(snapshot, network_jit_level);
+    context::Fingerprint fingerprint_now = context::fingerprint(snapshot, policy_now);
+    cache.derived = std::make_shared<const DerivedPolicy>(DerivedPolicy{
+        snapshot.version(), network_jit_level, std::move(policy_now), std::move(fingerprint_now)});
+  }
+  // Held here: the cell's cache may be re-derived while this call runs (a nested call of it).
+  const std::shared_ptr<const DerivedPolicy> derived = cache.derived;
+  const context::Policy& policy = derived->policy;
+  const context::Fingerprint& fingerprint = derived->fingerprint;
   GraphRunReport report;
 
   CompiledNetwork* network = nullptr;
-  for (auto& entry : cache.entries) {
-    if (entry->input_type == x.type() && entry->fingerprint == fingerprint) network = entry.get();
+  if (cache.last_network != nullptr && cache.last_network_derived == derived &&
+      cache.last_network->input_type == x.type()) {
+    network = cache.last_network;
+  } else {
+    for (auto& entry : cache.entries) {
+      if (entry->input_type == x.type() && entry->fingerprint == fingerprint) network = entry.get();
+    }
   }
   if (network == nullptr) {
     report.recompile_reason = recompile_reason(cache, x.type(), fingerprint);
@@ -153,6 +167,8 @@ Tensor run_graph_mode(nn::Cell& cell, const Tensor& x, CompiledCache& cache,
     log::info("compiled {} at jit_level {} in {:.3g} ms (trace {:.3g} ms)", cell.class_name(),
               context::to_string(network->jit_level), network->compile_ms, network->trace_ms);
   }
+  cache.last_network = network;
+  cache.last_network_derived = derived;
   report.planned_peak_bytes = network->compiled.plan->planned_peak_bytes;
   report.executor = std::string(network->executor->name());
   if (policy.precompile_only.value) {

@@ -4,6 +4,7 @@
 // SinkExecutor for O2). Compiled forms stay cached on the cell; a new signature recompiles and the
 // log says why.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,11 +53,33 @@ struct GraphRunReport {
   std::string cache_note;
 };
 
+// The policy a cell's GRAPH-mode call ran under, with its compile fingerprint. Deriving them writes
+// every decision's explanation and walks the key table; a call reuses them while the context's
+// version and the network's own jit level are the ones they were derived from.
+struct DerivedPolicy {
+  std::uint64_t context_version = 0;
+  std::optional<context::JitLevel> network_jit_level;
+  context::Policy policy;
+  context::Fingerprint fingerprint;
+};
+
 // The compiled forms a cell holds.
 class CompiledCache {
  public:
   std::vector<std::unique_ptr<CompiledNetwork>> entries;
   GraphRunReport last_report;
+  std::shared_ptr<const DerivedPolicy> derived;  // from the last call
+  // The entry the last call ran and the derivation it was matched under: while both hold, a call
+  // with the same input type runs it without comparing fingerprints again.
+  CompiledNetwork* last_network = nullptr;
+  std::shared_ptr<const DerivedPolicy> last_network_derived;  // held: no address reuse
+
+  // Drops every compiled form and what points at them.
+  void clear() {
+    entries.clear();
+    last_network = nullptr;
+    last_network_derived.reset();
+  }
 };
 
 // Typed compile options from the policy: the one place GRAPH mode turns decisions into options.

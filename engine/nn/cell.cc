@@ -36,7 +36,7 @@ const engine::GraphRunReport& Cell::graph_report() const {
 }
 
 void Cell::clear_compiled() {
-  compiled_->entries.clear();
+  compiled_->clear();
 }
 
 std::vector<std::pair<std::string, Tensor>> Cell::named_parameters() const {

@@ -96,6 +96,33 @@ TEST_F(GraphModeTest, ANetworksJitConfigBeatsTheGlobalLevel) {
   EXPECT_THROW(dense.set_jit_config({"O3"}), Error);
 }
 
+// A call reuses the policy derived at the last one, and the form it ran, only while the context's
+// version, the network's own jit level and the input type are unchanged.
+TEST_F(GraphModeTest, TheLastFormIsReusedOnlyWhileItsSettingsHold) {
+  context::set({{"mode", "GRAPH_MODE"}});
+  nn::Dense dense(8, 4, 1);
+  const Tensor x = Tensor::randn({2, 8}, 1);
+  const auto first = dense(x).to_doubles();
+  EXPECT_EQ(dense(x).to_doubles(), first);
+  EXPECT_FALSE(dense.graph_report().compiled);
+  context::set({{"pynative_synchronize", true}});  // re-derived; not compile-relevant
+  dense(x);
+  EXPECT_FALSE(dense.graph_report().compiled);
+  dense.set_jit_config({"O2"});  // no context change, a new level for this network
+  dense(x);
+  EXPECT_TRUE(dense.graph_report().compiled);
+  EXPECT_EQ(dense.graph_report().executor, "SinkExecutor");
+  dense(Tensor::randn({3, 8}, 1));
+  EXPECT_TRUE(dense.graph_report().compiled);
+  dense.set_jit_config({});
+  EXPECT_EQ(dense(x).to_doubles(), first);
+  EXPECT_FALSE(dense.graph_report().compiled);
+  EXPECT_EQ(dense.graph_report().executor, "KernelExecutor");
+  dense.clear_compiled();
+  EXPECT_EQ(dense(x).to_doubles(), first);
+  EXPECT_TRUE(dense.graph_report().compiled);
+}
+
 TEST_F(GraphModeTest, WeightsAreBoundAtEveryRunNotBakedIn) {
   context::set({{"mode", "GRAPH_MODE"}});
   nn::Dense dense(3, 2, 1);

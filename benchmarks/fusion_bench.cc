@@ -2,6 +2,9 @@
 // memory (read x, write y once) and compute (its own math with the data in cache).
 //   elementwise/<n>/opt<k>/threads<t>  the `elementwise` net's body on n floats, GRAPH O1,
 //                                      graph_kernel_flags --opt_level=k
+//   cheap/<n>/opt<k>/threads<t>        a chain of eight cheap ops (no transcendental math):
+//                                      min(relu(x*1.5 + 0.5), 6) - 0.25*x + |x|; what the fused
+//                                      evaluator itself costs per op when the math is nearly free
 //   copy/<n>/threads<t>                one `neg` kernel on n floats: read x, write y once, through
 //                                      the same runtime (the memory floor as the engine meets it)
 // n = 8,388,608 is the sample network's input (64 MiB moved, far beyond the caches); n = 65,536
@@ -21,6 +24,17 @@
 namespace {
 
 using namespace mf;
+
+// Eight ops, each a handful of instructions per packet.
+class CheapChain : public nn::Cell {
+ public:
+  CheapChain() : Cell("CheapChain") {}
+  Tensor forward(const Tensor& x) override {
+    Tensor y = ops::add(ops::mul(x, ops::scalar(1.5)), ops::scalar(0.5));
+    y = ops::minimum(ops::relu(y), ops::scalar(6.0));
+    return ops::add(ops::sub(y, ops::mul(ops::scalar(0.25), x)), ops::abs(x));
+  }
+};
 
 class Copy : public nn::Cell {
  public:
@@ -57,6 +71,13 @@ int register_all() {
                                    })
           ->UseRealTime();
       for (const int opt : {0, 1}) {
+        benchmark::RegisterBenchmark(
+            ("cheap" + size + "/opt" + std::to_string(opt) + thread_count).c_str(),
+            [n, opt, threads](benchmark::State& state) {
+              CheapChain cell;
+              run(state, cell, n, opt, threads);
+            })
+            ->UseRealTime();
         benchmark::RegisterBenchmark(
             ("elementwise" + size + "/opt" + std::to_string(opt) + thread_count).c_str(),
             [n, opt, threads](benchmark::State& state) {

@@ -26,14 +26,17 @@ template <typename T>
 using ArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 // Elements per block of a TileFn: a multiple of every SIMD width (16 floats for AVX-512), so a
-// block is whole packets.
+// block is whole packets. What is left after the last whole block goes in blocks of
+// kTailBlock, itself a multiple of every SIMD width (the widest packet holds 16 floats), so short
+// tensors and tile ends do not pay for a 64-element block.
 inline constexpr int64_t kTileBlock = 64;
+inline constexpr int64_t kTailBlock = 16;
 
-// One operand of a block: a fixed-size unaligned map at element i, or a broadcast of the one
-// element of a scalar operand (kept in a register; the same value the map would load).
-template <bool Scalar, typename T>
+// One operand of a block of Size elements: a fixed-size unaligned map at element i, or a broadcast
+// of the one element of a scalar operand (kept in a register; the same value the map would load).
+template <bool Scalar, int64_t Size, typename T>
 auto operand_block(const T* p, int64_t i) {
-  using Block = Eigen::Array<T, kTileBlock, 1>;
+  using Block = Eigen::Array<T, Size, 1>;
   if constexpr (Scalar) {
     return Block::Constant(p[0]);
   } else {
@@ -41,11 +44,11 @@ auto operand_block(const T* p, int64_t i) {
   }
 }
 
-// A padded copy of operand elements [i, n) for the tail block (padding repeats a real element, so
-// the unused lanes compute nothing exceptional such as x / 0).
+// A padded copy of operand elements [i, n) for the last, partial block (padding repeats a real
+// element, so the unused lanes compute nothing exceptional such as x / 0).
 template <bool Scalar, typename T>
-Eigen::Array<T, kTileBlock, 1> tail_block(const T* p, int64_t i, int64_t n) {
-  using Block = Eigen::Array<T, kTileBlock, 1>;
+Eigen::Array<T, kTailBlock, 1> tail_block(const T* p, int64_t i, int64_t n) {
+  using Block = Eigen::Array<T, kTailBlock, 1>;
   if constexpr (Scalar) {
     return Block::Constant(p[0]);
   } else {
@@ -57,14 +60,36 @@ Eigen::Array<T, kTileBlock, 1> tail_block(const T* p, int64_t i, int64_t n) {
 
 template <typename T, typename Out, typename Math, bool ScalarA, bool ScalarB>
 void binary_blocks(const T* a, const T* b, Out* o, int64_t n) {
-  using OutBlock = Eigen::Array<Out, kTileBlock, 1>;
   const Math math{};
   int64_t i = 0;
   for (; i + kTileBlock <= n; i += kTileBlock) {
-    Eigen::Map<OutBlock>(o + i) = math(operand_block<ScalarA>(a, i), operand_block<ScalarB>(b, i));
+    Eigen::Map<Eigen::Array<Out, kTileBlock, 1>>(o + i) =
+        math(operand_block<ScalarA, kTileBlock>(a, i), operand_block<ScalarB, kTileBlock>(b, i));
+  }
+  for (; i + kTailBlock <= n; i += kTailBlock) {
+    Eigen::Map<Eigen::Array<Out, kTailBlock, 1>>(o + i) =
+        math(operand_block<ScalarA, kTailBlock>(a, i), operand_block<ScalarB, kTailBlock>(b, i));
   }
   if (i == n) return;
-  const OutBlock result = math(tail_block<ScalarA>(a, i, n), tail_block<ScalarB>(b, i, n));
+  const Eigen::Array<Out, kTailBlock, 1> result =
+      math(tail_block<ScalarA>(a, i, n), tail_block<ScalarB>(b, i, n));
+  std::copy_n(result.data(), n - i, o + i);
+}
+
+template <typename T, typename Out, typename Math>
+void unary_blocks(const T* a, Out* o, int64_t n) {
+  const Math math{};
+  int64_t i = 0;
+  for (; i + kTileBlock <= n; i += kTileBlock) {
+    Eigen::Map<Eigen::Array<Out, kTileBlock, 1>>(o + i) =
+        math(operand_block<false, kTileBlock>(a, i));
+  }
+  for (; i + kTailBlock <= n; i += kTailBlock) {
+    Eigen::Map<Eigen::Array<Out, kTailBlock, 1>>(o + i) =
+        math(operand_block<false, kTailBlock>(a, i));
+  }
+  if (i == n) return;
+  const Eigen::Array<Out, kTailBlock, 1> result = math(tail_block<false>(a, i, n));
   std::copy_n(result.data(), n - i, o + i);
 }
 
@@ -72,10 +97,10 @@ void binary_blocks(const T* a, const T* b, Out* o, int64_t n) {
 //
 // Every element goes through the same packet code whatever its address or its place in the
 // tensor: whole blocks are fixed-size unaligned maps (Eigen evaluates those packet by packet from
-// the first element, with no scalar head to reach an aligned address), and the tail is copied
-// into a padded block and computed the same way. A dynamic-size map would peel a head up to the
-// first aligned address and take it through the scalar functor, whose rounding (exp, tanh) is
-// not the packet functor's: where a tile or a chunk began, or how a buffer was aligned, would
+// the first element, with no scalar head to reach an aligned address), and the partial last block
+// is copied into a padded block and computed the same way. A dynamic-size map would peel a head up
+// to the first aligned address and take it through the scalar functor, whose rounding (exp, tanh)
+// is not the packet functor's: where a tile or a chunk began, or how a buffer was aligned, would
 // change results. Here the plain kernel, the fused kernel and any thread count agree bit for bit.
 template <typename T, typename Out, int N, typename Math>
 void eigen_tile(const void* const* in, uint32_t scalars, void* out, int64_t n) {
@@ -83,21 +108,13 @@ void eigen_tile(const void* const* in, uint32_t scalars, void* out, int64_t n) {
   const T* a = static_cast<const T*>(in[0]);
   Out* o = static_cast<Out*>(out);
   if constexpr (N == 1) {
-    using OutBlock = Eigen::Array<Out, kTileBlock, 1>;
-    const Math math{};
     if (scalars & 1u) {
       // One value repeated: computed once, through the same packet code.
-      const OutBlock result = math(tail_block<true>(a, 0, 1));
+      const Eigen::Array<Out, kTailBlock, 1> result = Math{}(tail_block<true>(a, 0, 1));
       std::fill_n(o, n, result[0]);
       return;
     }
-    int64_t i = 0;
-    for (; i + kTileBlock <= n; i += kTileBlock) {
-      Eigen::Map<OutBlock>(o + i) = math(operand_block<false>(a, i));
-    }
-    if (i == n) return;
-    const OutBlock result = math(tail_block<false>(a, i, n));
-    std::copy_n(result.data(), n - i, o + i);
+    unary_blocks<T, Out, Math>(a, o, n);
   } else {
     const T* b = static_cast<const T*>(in[1]);
     switch (scalars & 3u) {

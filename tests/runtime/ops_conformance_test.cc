@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <sstream>
@@ -252,6 +253,56 @@ TEST(OpRegistryConformance, EveryOpIsComplete) {
     }
     EXPECT_FALSE(op->has(ir::Trait::kPure) && op->has(ir::Trait::kSideEffect));
   }
+}
+
+// An element's result does not depend on where it sits: whole 64-element blocks, 16-element
+// blocks and the padded last block all go through the same packet code, so a tensor computed from
+// any offset (a tile start, a thread's chunk, a misaligned view) gives the same bits at each
+// element. A path through the scalar functor instead (exp, tanh round differently) would show here.
+TEST(OpRegistryConformance, TileMathDoesNotDependOnAnElementsPosition) {
+  constexpr int64_t kN = 200;  // three 64-blocks and a partial block
+  int checked = 0;
+  for (const OpDef* op : ir::all_ops()) {
+    if (!op->elementwise || op->min_inputs != op->max_inputs || op->min_inputs > 2) continue;
+    for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+      const ir::TileFn tile = op->elementwise->for_dtype(dtype);
+      if (tile == nullptr) continue;
+      SCOPED_TRACE(op->name + " " + std::string(ir::dtype_name(dtype)));
+      const int arity = op->min_inputs;
+      std::vector<TensorType> types(arity, TensorType{dtype, {kN}});
+      std::vector<TensorType> out_types;
+      try {
+        out_types = op->infer(types, ir::Attrs{});
+      } catch (const Error&) {
+        continue;  // needs attributes: not plain elementwise math
+      }
+      const size_t out_elem = ir::dtype_size(out_types.at(0).dtype);
+      std::vector<HostTensor> inputs;
+      std::mt19937 rng(7);
+      std::uniform_real_distribution<double> value(0.05, 2.5);
+      for (int k = 0; k < arity; ++k) {
+        std::vector<double> values(kN);
+        for (double& v : values) v = (rng() & 1 ? 1 : -1) * value(rng);
+        inputs.push_back(HostTensor::from_doubles(types[k], values));
+      }
+      std::vector<char> full(kN * out_elem), part(kN * out_elem);
+      std::vector<const void*> ptrs(arity);
+      for (int k = 0; k < arity; ++k) ptrs[k] = inputs[k].data();
+      tile(ptrs.data(), 0, full.data(), kN);
+      for (int64_t offset : {1, 7, 15, 16, 17, 48, 63, 64, 65, 100, 150, 184, 190, 199}) {
+        const size_t in_elem = ir::dtype_size(dtype);
+        for (int k = 0; k < arity; ++k) {
+          ptrs[k] = static_cast<const char*>(inputs[k].data()) + offset * in_elem;
+        }
+        tile(ptrs.data(), 0, part.data(), kN - offset);
+        EXPECT_EQ(
+            std::memcmp(part.data(), full.data() + offset * out_elem, (kN - offset) * out_elem), 0)
+            << "computed from element " << offset << ", the results differ";
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 30);
 }
 
 // The ops the issue asks for are all registered (the list lives only here and in the files).

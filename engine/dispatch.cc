@@ -24,7 +24,6 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
   if (Tracer* tracer = Tracer::active()) return tracer->record(op, inputs, std::move(attrs), where);
   const auto policy = current_policy();
   const ir::OpDef& def = ir::get_op(op);
-  const std::string call_site = runtime::format_call_site(where);
 
   std::vector<ir::TensorType> input_types;
   input_types.reserve(inputs.size());
@@ -37,7 +36,8 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
     output_types = def.infer_types(input_types, attrs);
   } catch (Error& e) {
     e.add_context("in op '" + std::string(op) + "' with inputs " + describe_types(input_types) +
-                  " at scope " + current_scope() + ", called from " + call_site);
+                  " at scope " + current_scope() + ", called from " +
+                  runtime::format_call_site(where));
     throw;
   }
 
@@ -68,7 +68,7 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
     def.kernel(context);
   };
   const uint64_t seq = runtime::default_eager_executor().submit(
-      std::move(task), runtime::TaskInfo{std::string(op), current_scope(), call_site});
+      std::move(task), runtime::TaskInfo{std::string(op), current_scope(), where});
   for (auto& t : outputs) t.impl()->ready_seq = seq;
   return outputs;
 }

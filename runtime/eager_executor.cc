@@ -37,6 +37,7 @@ Error to_error(std::exception_ptr failure) {
 }  // namespace
 
 std::string format_call_site(const std::source_location& where) {
+  if (where.file_name() == nullptr || where.file_name()[0] == '\0') return {};
   std::string out = std::string(where.file_name()) + ":" + std::to_string(where.line());
   if (where.function_name() != nullptr && where.function_name()[0] != '\0') {
     out += std::string(" in '") + where.function_name() + "'";
@@ -45,7 +46,11 @@ std::string format_call_site(const std::source_location& where) {
 }
 
 TaskInfo TaskInfo::at(std::string op_name, std::string scope, std::source_location where) {
-  return TaskInfo{std::move(op_name), std::move(scope), format_call_site(where)};
+  return TaskInfo{std::move(op_name), std::move(scope), where};
+}
+
+std::string TaskInfo::call_site() const {
+  return format_call_site(where);
 }
 
 EagerExecutor::EagerExecutor(const EagerOptions& options)
@@ -89,8 +94,8 @@ std::optional<Error> EagerExecutor::run(const std::function<void()>& task, const
       where += " (scope '" + info.scope + "')";
     }
     error.add_context(std::move(where));
-    if (!info.call_site.empty()) {
-      error.add_context("called at " + info.call_site);
+    if (const std::string call_site = info.call_site(); !call_site.empty()) {
+      error.add_context("called at " + call_site);
     }
     if (asynchronous) {
       error.add_context(

@@ -23,9 +23,14 @@ namespace mf::runtime {
 
 // What a task is, for error messages: the op, its scope and where the user called it.
 struct TaskInfo {
-  std::string op_name;    // "matmul"
-  std::string scope;      // "Default/net-Mlp/fc1-Dense"; empty outside any cell
-  std::string call_site;  // "model.cc:42 in 'forward'"; empty when unknown
+  std::string op_name;  // "matmul"
+  std::string scope;    // "Default/net-Mlp/fc1-Dense"; empty outside any cell
+  // Where the user called it; default-constructed (no file) when unknown. Kept as the location,
+  // formatted only when an error names it: every op submits one, few ever fail.
+  std::source_location where{};
+
+  // "model.cc:42 in 'forward'"; empty when unknown.
+  std::string call_site() const;
 
   // Builds the info with the call site of the caller (pass std::source_location from further up
   // when the engine forwards the user's location).
@@ -33,7 +38,7 @@ struct TaskInfo {
                      std::source_location where = std::source_location::current());
 };
 
-// "file:line in 'function'" for error context lines.
+// "file:line in 'function'" for error context lines; empty for a location with no file.
 std::string format_call_site(const std::source_location& where);
 
 struct EagerOptions {

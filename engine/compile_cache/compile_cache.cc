@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "base/logging.h"
 #include "compile_cache.pb.h"
+#include "engine/compile_cache/source_locations.h"
 #include "ir/serialize.h"
 #include "ir/verifier.h"
 #include "passes/plan_check.h"
@@ -538,6 +539,7 @@ CacheKey make_cache_key(const ir::Graph& traced, const ir::TensorType& input,
   }
   key.hex = hex64(hash);
   key.summary = traced.name() + " " + ir::type_to_string(input) + " jit " + jit;
+  key.traced_locations = traced_locations(traced);
   return key;
 }
 
@@ -586,6 +588,7 @@ std::optional<LoadedEntry> CompileCache::load(const CacheKey& key, const ir::Gra
     auto& payload = *google::protobuf::Arena::CreateMessage<proto::CacheEntryPayload>(&arena);
     parse_payload(stored, payload);
     std::string().swap(bytes);  // the messages hold copies; `stored` is gone with it
+    rebind_locations(key.traced_locations, payload);
     loaded.compiled.graph = ir::graph_from_proto(payload.graph());
     const ir::Graph& graph = *loaded.compiled.graph;
     // Parameters are bound positionally from the live trace: they must be the traced ones.
@@ -643,6 +646,7 @@ bool CompileCache::store(const CacheKey& key, const passes::CompiledGraph& compi
     }
     proto::CacheEntryPayload payload;
     ir::graph_to_proto(*compiled.graph, *payload.mutable_graph());
+    unbind_locations(key.traced_locations, payload);
     PlanWriter(payload).write(*compiled.plan, *payload.mutable_plan());
     for (const passes::PassRecord& record : compiled.passes) {
       auto* r = payload.add_passes();

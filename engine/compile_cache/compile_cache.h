@@ -27,7 +27,7 @@ namespace mf::engine {
 // The documented default size bound: 1 GiB. `mf` replaces it with MF_CACHE_MAX_BYTES at start-up.
 inline constexpr std::uint64_t kDefaultCompileCacheMaxBytes = std::uint64_t{1} << 30;
 // Bumped whenever the entry layout (proto/compile_cache.proto or the envelope) changes meaning.
-inline constexpr std::uint32_t kCompileCacheFormatVersion = 2;
+inline constexpr std::uint32_t kCompileCacheFormatVersion = 3;
 inline constexpr std::string_view kCompileCacheExtension = ".mfcc";
 
 // Process-wide settings, set once by the tool at start-up: library code never reads the
@@ -45,6 +45,9 @@ struct CacheKey {
   std::string hex;  // 16 lowercase hex digits: the entry's file name
   std::vector<std::pair<std::string, std::string>> components;
   std::string summary;  // "Transformer <Tensor[Float32], (4, 16, 32)> jit O1"
+  // Not hashed: the trace's source locations, which a stored entry refers to instead of keeping its
+  // own (engine/compile_cache/source_locations.h).
+  std::vector<std::string> traced_locations;
 };
 
 // Components: cache.format, graph.name, graph.digest (ir::canonical_digest: the 128-bit digest of

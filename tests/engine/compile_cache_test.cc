@@ -17,6 +17,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "base/logging.h"
@@ -188,6 +189,60 @@ TEST_F(CompileCacheTest, GraphDigestIsTheDigestOfTheCanonicalForm) {
         passes::compile(std::move(t.trace.graph), engine::compile_options_from(t.policy, "test"));
     EXPECT_EQ(ir::canonical_digest(*compiled.graph),
               ir::digest_of(ir::canonical_form(*compiled.graph)));
+  }
+}
+
+// Source locations are not in the key, so code moved between two processes still hits; the hit
+// must then name the moved lines, not the stored ones: the entry refers to traced nodes for its
+// locations and the loader takes them from the live trace.
+void collect_locations(const ir::Graph& graph, std::vector<std::string>& out) {
+  for (const ir::Node& node : graph.nodes()) out.push_back(node.location());
+  for (const ir::Graph* sub : graph.subgraphs()) collect_locations(*sub, out);
+}
+
+TEST_F(CompileCacheTest, AHitNamesTheLiveTracesSourceLocationsNotTheStoredOnes) {
+  for (const char* jit : {"O0", "O1", "O2"}) {
+    SCOPED_TRACE(jit);
+    fs::remove_all(root_);
+    use_cache({{"jit_config", {{"jit_level", jit}}}, {"graph_kernel_flags", "--opt_level=3"}});
+    Traced t = trace("transformer");
+    const passes::CompiledGraph compiled =
+        passes::compile(t.trace.graph->clone(), engine::compile_options_from(t.policy, "test"));
+    std::vector<std::string> stored_locations;
+    collect_locations(*compiled.graph, stored_locations);
+    const CompileCache cache(dir());
+    ASSERT_TRUE(cache.store(t.key, compiled, 1.0));
+
+    // The same network traced from code that moved: every location changes, nothing else.
+    std::unique_ptr<ir::Graph> moved = t.trace.graph->clone();
+    std::function<void(ir::Graph&)> move_lines = [&](ir::Graph& g) {
+      for (ir::Node& node : g.nodes()) {
+        if (!node.location().empty()) node.set_info({node.scope(), node.location() + " (moved)"});
+      }
+      for (ir::Graph* sub : g.subgraphs()) move_lines(*sub);
+    };
+    move_lines(*moved);
+    const CacheKey moved_key = engine::make_cache_key(*moved, t.input.type(), t.fingerprint);
+    ASSERT_EQ(moved_key.hex, t.key.hex);
+
+    const auto loaded = cache.load(moved_key, *moved);
+    ASSERT_TRUE(loaded.has_value());
+    std::vector<std::string> locations;
+    collect_locations(*loaded->compiled.graph, locations);
+    ASSERT_EQ(locations.size(), stored_locations.size());
+    int renamed = 0;
+    for (size_t i = 0; i < locations.size(); ++i) {
+      if (stored_locations[i].empty()) continue;
+      EXPECT_EQ(locations[i], stored_locations[i] + " (moved)") << "node " << i;
+      ++renamed;
+    }
+    EXPECT_GT(renamed, 5);
+    // And the unmoved trace gets the stored process's own locations back.
+    const auto same = cache.load(t.key, *t.trace.graph);
+    ASSERT_TRUE(same.has_value());
+    locations.clear();
+    collect_locations(*same->compiled.graph, locations);
+    EXPECT_EQ(locations, stored_locations);
   }
 }
 

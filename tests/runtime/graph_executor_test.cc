@@ -289,13 +289,14 @@ std::unique_ptr<Graph> nested_calls(int n) {
   auto g = std::make_unique<Graph>("main");
   auto* x = g->add_parameter("x", f32({2}));
   std::vector<Graph*> fs;
-  for (int i = 0; i < n; ++i) fs.push_back(g->add_subgraph("f" + std::to_string(i)));
+  // Names appended, not "f" + std::to_string(i): GCC 12 warns (-Wrestrict, falsely) on that.
+  auto name = [](int i) { return std::string("f").append(std::to_string(i)); };
+  for (int i = 0; i < n; ++i) fs.push_back(g->add_subgraph(name(i)));
   for (int i = 0; i < n; ++i) {
     auto* px = fs[i]->add_parameter("x", f32({2}));
     ir::Value v = fs[i]->add_node("add", {px, fs[i]->add_constant<float>({}, {1.0f})});
     if (i + 1 < n) {
-      v = fs[i]->create_node(nullptr, "call", {v}, {{"graph", "f" + std::to_string(i + 1)}},
-                             {f32({2})});
+      v = fs[i]->create_node(nullptr, "call", {v}, {{"graph", name(i + 1)}}, {f32({2})});
     }
     fs[i]->add_output(v);
   }

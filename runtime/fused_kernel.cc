@@ -11,6 +11,7 @@
 #endif
 
 #include "base/error.h"
+#include "runtime/fused_jit.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/strided.h"
 #include "runtime/parallel.h"
@@ -180,6 +181,10 @@ struct FusedKernel::Impl {
   int tile_slots = 0;
   int row_buffers = 0;
   size_t max_arity = 0;
+  // Elementwise float32 bodies of ops the code generator covers run as generated code, every value
+  // of a packet in a register; the tile evaluator below runs the rest.
+  std::unique_ptr<FusedJit> jit;
+  std::vector<int> jit_inputs;  // value id read through each of the generated code's inputs
 
   // Throws InvalidArgument with the reason when the body cannot be evaluated.
   explicit Impl(const ir::Graph& body) {
@@ -280,6 +285,60 @@ struct FusedKernel::Impl {
     rows_per_chunk = reduces == 0               ? kChunkElements
                      : row_align <= rows_wanted ? round_up(rows_wanted, row_align)
                                                 : rows_wanted;
+    jit = compile_jit();
+  }
+
+  // The body as generated code, or nullptr when some part of it is beyond the generator: a
+  // reduction, a dtype other than float32, an input broadcast along some axes, an op with no
+  // one-instruction packet math.
+  std::unique_ptr<FusedJit> compile_jit() {
+    if (reduces > 0) return nullptr;
+    for (const ValueInfo& v : values) {
+      if (v.type.dtype != ir::DType::kFloat32) return nullptr;
+    }
+    JitProgram program;
+    program.num_values = static_cast<int>(values.size());
+    std::vector<bool> read(values.size(), false);
+    for (const OpInfo& op : ops) {
+      for (int in : op.inputs) read[in] = true;
+    }
+    for (int out : outputs) read[out] = true;
+    for (size_t id = 0; id < values.size(); ++id) {
+      const ValueInfo& v = values[id];
+      if ((v.kind != Kind::kParam && v.kind != Kind::kConst) || !read[id]) continue;
+      if (!v.full && !v.scalar) return nullptr;
+      program.inputs.push_back({static_cast<int>(id), !v.full});
+      jit_inputs.push_back(static_cast<int>(id));
+    }
+    for (const OpInfo& op : ops) {
+      const std::optional<JitOp> code = jit_op_for(op.node->op());
+      if (!code || op.kind != Kind::kFull || !op.node->attrs().empty()) return nullptr;
+      const bool unary = *code == JitOp::kNeg || *code == JitOp::kAbs || *code == JitOp::kRelu ||
+                         *code == JitOp::kSquare;
+      if (op.inputs.size() != (unary ? 1u : 2u)) return nullptr;
+      program.steps.push_back({*code, op.inputs[0], unary ? -1 : op.inputs[1], op.output});
+    }
+    for (int out : outputs) {
+      const ValueInfo& v = values[out];
+      if ((v.kind == Kind::kParam || v.kind == Kind::kConst) && !v.full) return nullptr;
+      program.outputs.push_back(out);
+    }
+    return FusedJit::compile(program);
+  }
+
+  void run_jit(const ir::KernelContext& ctx, int64_t e0, int64_t e1) const {
+    constexpr size_t kInline = 16;
+    const void* in_small[kInline];
+    void* out_small[kInline];
+    std::vector<const void*> in_big;
+    std::vector<void*> out_big;
+    const void** in = in_small;
+    void** out = out_small;
+    if (jit_inputs.size() > kInline) in_big.resize(jit_inputs.size()), in = in_big.data();
+    if (outputs.size() > kInline) out_big.resize(outputs.size()), out = out_big.data();
+    for (size_t k = 0; k < jit_inputs.size(); ++k) in[k] = input_data(values[jit_inputs[k]], ctx);
+    for (size_t k = 0; k < outputs.size(); ++k) out[k] = ctx.outputs[k].data;
+    jit->run(in, out, e0, e1);
   }
 
   // R x C: the reductions reduce the same trailing axes (size-1 axes aside) of `shape`.
@@ -552,6 +611,7 @@ struct FusedKernel::Impl {
   }
 
   void run_chunk(const ir::KernelContext& ctx, int64_t r0, int64_t r1) const {
+    if (jit) return run_jit(ctx, r0, std::min(n, r1));  // elementwise: a row is an element
     Run run{ctx, r0, r1, r0 * cols, std::min(n, r1 * cols), {}};
     const int64_t chunk_elems = run.e1 - run.e0;
     const int64_t chunk_rows = r1 - r0;
@@ -676,6 +736,11 @@ void FusedKernel::run(const ir::KernelContext& ctx) const {
 std::string FusedKernel::describe() const {
   const Impl& impl = *impl_;
   if (impl.reduces == 0) {
+    if (impl.jit) {
+      return detail::str_cat("elementwise over ", shape_text(impl.shape), ", ", impl.ops.size(),
+                             " ops, generated code (", impl.jit->code_bytes(),
+                             " bytes, every value in a register)");
+    }
     return detail::str_cat("elementwise over ", shape_text(impl.shape), ", ", impl.ops.size(),
                            " ops, ", impl.tile_slots, " tile buffers");
   }

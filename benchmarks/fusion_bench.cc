@@ -2,9 +2,11 @@
 // memory (read x, write y once) and compute (its own math with the data in cache).
 //   elementwise/<n>/opt<k>/threads<t>  the `elementwise` net's body on n floats, GRAPH O1,
 //                                      graph_kernel_flags --opt_level=k
-//   cheap/<n>/opt<k>/threads<t>        a chain of eight cheap ops (no transcendental math):
-//                                      min(relu(x*1.5 + 0.5), 6) - 0.25*x + |x|; what the fused
-//                                      evaluator itself costs per op when the math is nearly free
+//   clamp_chain/<n>/opt<k>/threads<t>  the `clamp_chain` net: eight one-instruction ops,
+//                                      min(relu(x*1.5 + 0.5), 6) - 0.25*x + |x|; at opt 1 one
+//                                      fused kernel run as generated code (runtime/fused_jit.h)
+//   clamp_chain/<n>/opt1/tiles/...     the same kernel on the tile evaluator (generator off): what
+//                                      loading and storing every op's tile costs
 //   copy/<n>/threads<t>                one `neg` kernel on n floats: read x, write y once, through
 //                                      the same runtime (the memory floor as the engine meets it)
 // n = 8,388,608 is the sample network's input (64 MiB moved, far beyond the caches); n = 65,536
@@ -18,23 +20,14 @@
 
 #include <modeflow/modeflow.h>
 
+#include "runtime/fused_jit.h"
+
 #include <memory>
 #include <string>
 
 namespace {
 
 using namespace mf;
-
-// Eight ops, each a handful of instructions per packet.
-class CheapChain : public nn::Cell {
- public:
-  CheapChain() : Cell("CheapChain") {}
-  Tensor forward(const Tensor& x) override {
-    Tensor y = ops::add(ops::mul(x, ops::scalar(1.5)), ops::scalar(0.5));
-    y = ops::minimum(ops::relu(y), ops::scalar(6.0));
-    return ops::add(ops::sub(y, ops::mul(ops::scalar(0.25), x)), ops::abs(x));
-  }
-};
 
 class Copy : public nn::Cell {
  public:
@@ -59,34 +52,34 @@ void run(benchmark::State& state, nn::Cell& cell, int64_t n, int opt_level, int 
   context::reset();
 }
 
+// One cell: a sample network (`mf bench --nets NAME`) on an input of n floats.
+void register_net(const std::string& net, int64_t n, int opt, int threads, bool generated) {
+  const std::string name = net + "/" + std::to_string(n) + "/opt" + std::to_string(opt) +
+                           (opt > 0 && !generated ? "/tiles" : "") + "/threads" +
+                           std::to_string(threads);
+  benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
+    runtime::set_fused_jit_enabled(generated);
+    const std::unique_ptr<nn::Cell> cell = models::find_net(net).make(0);
+    run(state, *cell, n, opt, threads);
+    runtime::set_fused_jit_enabled(true);
+  })->UseRealTime();
+}
+
 int register_all() {
   for (const int64_t n : {int64_t{8388608}, int64_t{65536}}) {
     for (const int threads : {1, 2}) {
-      const std::string size = "/" + std::to_string(n);
-      const std::string thread_count = "/threads" + std::to_string(threads);
-      benchmark::RegisterBenchmark(("copy" + size + thread_count).c_str(),
-                                   [n, threads](benchmark::State& state) {
-                                     Copy cell;
-                                     run(state, cell, n, 0, threads);
-                                   })
+      benchmark::RegisterBenchmark(
+          ("copy/" + std::to_string(n) + "/threads" + std::to_string(threads)).c_str(),
+          [n, threads](benchmark::State& state) {
+            Copy cell;
+            run(state, cell, n, 0, threads);
+          })
           ->UseRealTime();
-      for (const int opt : {0, 1}) {
-        benchmark::RegisterBenchmark(
-            ("cheap" + size + "/opt" + std::to_string(opt) + thread_count).c_str(),
-            [n, opt, threads](benchmark::State& state) {
-              CheapChain cell;
-              run(state, cell, n, opt, threads);
-            })
-            ->UseRealTime();
-        benchmark::RegisterBenchmark(
-            ("elementwise" + size + "/opt" + std::to_string(opt) + thread_count).c_str(),
-            [n, opt, threads](benchmark::State& state) {
-              // The sample network itself (`mf bench --nets elementwise`), on an input of n floats.
-              const std::unique_ptr<nn::Cell> cell = models::find_net("elementwise").make(0);
-              run(state, *cell, n, opt, threads);
-            })
-            ->UseRealTime();
+      for (const char* net : {"elementwise", "clamp_chain"}) {
+        register_net(net, n, 0, threads, true);
+        register_net(net, n, 1, threads, true);
       }
+      register_net("clamp_chain", n, 1, threads, false);
     }
   }
   return 0;

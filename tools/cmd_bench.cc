@@ -28,7 +28,8 @@ using bench::BenchResult;
 constexpr int kMaxFusionLevel = 3;
 
 struct BenchOptions {
-  std::string nets = "elementwise,layernorm,softmax,layernorm_ops,softmax_ops,mlp,cnn,transformer";
+  std::string nets =
+      "elementwise,clamp_chain,layernorm,softmax,layernorm_ops,softmax_ops,mlp,cnn,transformer";
   std::string fusion = "0,1,2,3";
   std::string jit = "O0,O1,O2";
   std::string threads = "1,2";

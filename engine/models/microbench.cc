@@ -1,6 +1,7 @@
-// The single-purpose networks that benchmarks sweep: a long elementwise chain over 8M floats,
-// layernorm and softmax over (4096, 1024) rows (as the composite op, and written op by op), and
-// 1,000 dependent adds on 16 floats (per-op overhead).
+// The single-purpose networks that benchmarks sweep: a long elementwise chain over 8M floats
+// (transcendental: bound by its math), a chain of eight one-instruction ops over 8M floats (bound
+// by memory once fused), layernorm and softmax over (4096, 1024) rows (as the composite op, and
+// written op by op), and 1,000 dependent adds on 16 floats (per-op overhead).
 #include "engine/models/registry.h"
 #include "engine/nn/layers.h"
 
@@ -15,6 +16,17 @@ class Elementwise : public nn::Cell {
     Tensor a = ops::gelu(ops::add(ops::mul(x, ops::scalar(1.5)), ops::scalar(0.5)), true);
     Tensor b = ops::mul(a, ops::sigmoid(x));
     return ops::sub(ops::add(b, ops::tanh(x)), ops::mul(ops::scalar(0.25), x));
+  }
+};
+
+// y = min(relu(x*1.5+0.5), 6) - 0.25*x + |x|: eight ops of one instruction each.
+class ClampChain : public nn::Cell {
+ public:
+  ClampChain() : Cell("ClampChain") {}
+  Tensor forward(const Tensor& x) override {
+    Tensor y = ops::add(ops::mul(x, ops::scalar(1.5)), ops::scalar(0.5));
+    y = ops::minimum(ops::relu(y), ops::scalar(6.0));
+    return ops::add(ops::sub(y, ops::mul(ops::scalar(0.25), x)), ops::abs(x));
   }
 };
 
@@ -90,6 +102,12 @@ class Chain : public nn::Cell {
 NetSpec elementwise_spec() {
   return {"elementwise", "8,388,608 floats: gelu_tanh(x*1.5+0.5)*sigmoid(x) + tanh(x) - 0.25*x",
           [](uint64_t) { return std::make_unique<Elementwise>(); },
+          [](uint64_t seed) { return Tensor::randn({8388608}, seed + 1000); }};
+}
+
+NetSpec clamp_chain_spec() {
+  return {"clamp_chain", "8,388,608 floats: min(relu(x*1.5+0.5), 6) - 0.25*x + |x|",
+          [](uint64_t) { return std::make_unique<ClampChain>(); },
           [](uint64_t seed) { return Tensor::randn({8388608}, seed + 1000); }};
 }
 

@@ -28,6 +28,7 @@ NetSpec mlp_spec();
 NetSpec cnn_spec();
 NetSpec transformer_spec();
 NetSpec elementwise_spec();
+NetSpec clamp_chain_spec();
 NetSpec layernorm_spec();
 NetSpec softmax_spec();
 NetSpec layernorm_ops_spec();

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/ops.h"
@@ -28,11 +29,12 @@ TEST_P(ModelsTest, RunsWithFiniteOutputsAndTheSameResultSyncOrAsync) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllNets, ModelsTest,
-                         ::testing::Values("mlp", "cnn", "transformer", "elementwise", "layernorm",
-                                           "softmax", "layernorm_ops", "softmax_ops", "chain"));
+                         ::testing::Values("mlp", "cnn", "transformer", "elementwise",
+                                           "clamp_chain", "layernorm", "softmax", "layernorm_ops",
+                                           "softmax_ops", "chain"));
 
 TEST_F(EngineTest, TheRegistryListsEveryNetworkAndRejectsUnknownNames) {
-  EXPECT_EQ(models::all_nets().size(), 9u);
+  EXPECT_EQ(models::all_nets().size(), 10u);
   try {
     models::find_net("resnet");
     FAIL();
@@ -61,6 +63,26 @@ TEST_F(EngineTest, ElementwiseNetworkMatchesItsFormula) {
     const double gelu = 0.5 * u * (1 + std::tanh(0.7978845608028654 * (u + 0.044715 * u * u * u)));
     const double want = gelu / (1 + std::exp(-xs[i])) + std::tanh(xs[i]) - 0.25 * xs[i];
     ASSERT_NEAR(ys[i], want, 1e-5 * (1 + std::abs(want))) << i;
+  }
+}
+
+// In both modes: GRAPH mode fuses the chain into one kernel run as generated code (where the
+// build has the code generator), checked here against the formula in double.
+TEST_F(EngineTest, ClampChainMatchesItsFormulaInBothModes) {
+  auto& spec = models::find_net("clamp_chain");
+  const Tensor x = ops::slice(spec.make_input(0), {0}, {1000});
+  const auto xs = x.to_doubles();
+  for (const char* mode : {"PYNATIVE_MODE", "GRAPH_MODE"}) {
+    SCOPED_TRACE(mode);
+    context::set({{"mode", mode}, {"jit_config", {{"jit_level", "O1"}}}});
+    auto net = spec.make(0);
+    const auto ys = (*net)(x).to_doubles();
+    ASSERT_EQ(ys.size(), xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double u = std::min(std::max(xs[i] * 1.5 + 0.5, 0.0), 6.0);
+      const double want = u - 0.25 * xs[i] + std::abs(xs[i]);
+      ASSERT_NEAR(ys[i], want, 1e-6 * (1 + std::abs(want))) << i;
+    }
   }
 }
 

@@ -80,6 +80,7 @@ using Kernel = void (*)(const void* const* inputs, void* const* outputs, int64_t
                         int64_t end);
 
 constexpr int kFloatsPerPacket = 16;
+constexpr uintptr_t kStreamAlignment = 64;  // vmovntps on a zmm needs its 64 bytes aligned
 
 // zmm31 carries an output that is an input no step reads (copied through a register).
 constexpr int kScratch = 31;
@@ -138,8 +139,13 @@ std::optional<Registers> allocate(const JitProgram& p) {
 
 class Generator : public Xbyak::CodeGenerator {
  public:
-  Generator(const JitProgram& p, const Registers& r, size_t max_bytes)
-      : Xbyak::CodeGenerator(max_bytes, Xbyak::DontSetProtectRWE), p_(p), r_(r) {
+  // `streaming`: whole packets go to memory with non-temporal stores (the caller runs this variant
+  // only where every output packet is 64-byte aligned) and an sfence ends the function.
+  Generator(const JitProgram& p, const Registers& r, size_t max_bytes, bool streaming)
+      : Xbyak::CodeGenerator(max_bytes, Xbyak::DontSetProtectRWE),
+        p_(p),
+        r_(r),
+        streaming_(streaming) {
     // void kernel(const void* const* inputs (rdi), void* const* outputs (rsi),
     //             int64_t begin (rdx), int64_t end (rcx))
     // r8: the packet's first element; r9: elements left; rax: a pointer; k1: the tail's lanes.
@@ -176,6 +182,7 @@ class Generator : public Xbyak::CodeGenerator {
     kmovw(k1, eax);
     packet(true);
     L(done);
+    if (streaming_) sfence();  // the stores are weakly ordered: done before the caller says so
     vzeroupper();
     ret();
   }
@@ -260,7 +267,11 @@ class Generator : public Xbyak::CodeGenerator {
       if (masked) {
         vmovups(ptr[rax + r8 * 4] | k1, src);
       } else {
-        vmovups(ptr[rax + r8 * 4], src);
+        if (streaming_) {
+          vmovntps(ptr[rax + r8 * 4], src);
+        } else {
+          vmovups(ptr[rax + r8 * 4], src);
+        }
       }
     }
   }
@@ -276,6 +287,7 @@ class Generator : public Xbyak::CodeGenerator {
 
   const JitProgram& p_;
   Registers r_;
+  bool streaming_;
 };
 
 bool cpu_has_avx512f() {
@@ -289,8 +301,10 @@ bool cpu_has_avx512f() {
 }  // namespace
 
 struct FusedJit::Impl {
-  std::unique_ptr<Generator> code;
+  std::unique_ptr<Generator> code, streaming_code;
   Kernel kernel = nullptr;
+  Kernel streaming = nullptr;  // set when the program streams its outputs
+  size_t num_outputs = 0;
 };
 
 std::unique_ptr<FusedJit> FusedJit::compile(const JitProgram& program) {
@@ -302,12 +316,18 @@ std::unique_ptr<FusedJit> FusedJit::compile(const JitProgram& program) {
       4096 + 64 * (program.steps.size() + program.inputs.size() + program.outputs.size()) * 2;
   auto impl = std::make_unique<Impl>();
   try {
-    impl->code = std::make_unique<Generator>(program, *regs, max_bytes);
+    impl->code = std::make_unique<Generator>(program, *regs, max_bytes, false);
     impl->code->setProtectModeRE();
+    if (program.stream_outputs) {
+      impl->streaming_code = std::make_unique<Generator>(program, *regs, max_bytes, true);
+      impl->streaming_code->setProtectModeRE();
+      impl->streaming = impl->streaming_code->getCode<Kernel>();
+    }
   } catch (const Xbyak::Error&) {
     return nullptr;  // out of code space or memory protection refused: the tile evaluator runs
   }
   impl->kernel = impl->code->getCode<Kernel>();
+  impl->num_outputs = program.outputs.size();
   return std::unique_ptr<FusedJit>(new FusedJit(std::move(impl)));
 }
 
@@ -316,6 +336,16 @@ FusedJit::~FusedJit() = default;
 
 void FusedJit::run(const void* const* inputs, void* const* outputs, int64_t begin,
                    int64_t end) const {
+  if (impl_->streaming != nullptr) {
+    bool aligned = true;
+    for (size_t k = 0; k < impl_->num_outputs; ++k) {
+      aligned =
+          aligned && (reinterpret_cast<uintptr_t>(static_cast<const float*>(outputs[k]) + begin) %
+                          kStreamAlignment ==
+                      0);
+    }
+    if (aligned) return impl_->streaming(inputs, outputs, begin, end);
+  }
   impl_->kernel(inputs, outputs, begin, end);
 }
 

@@ -52,6 +52,9 @@ struct JitProgram {
   std::vector<Input> inputs;  // inputs[k] is read through the k-th input pointer
   std::vector<Step> steps;    // in an order where operands come first
   std::vector<int> outputs;   // outputs[k]: the value written through the k-th output pointer
+  // Outputs too large to be read back from cache: whole packets go to memory with non-temporal
+  // stores (no read for ownership) wherever every output of a run starts 64-byte aligned.
+  bool stream_outputs = false;
 };
 
 class FusedJit {

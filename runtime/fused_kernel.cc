@@ -323,6 +323,7 @@ struct FusedKernel::Impl {
       if ((v.kind == Kind::kParam || v.kind == Kind::kConst) && !v.full) return nullptr;
       program.outputs.push_back(out);
     }
+    program.stream_outputs = stream_outputs;
     return FusedJit::compile(program);
   }
 

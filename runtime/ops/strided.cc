@@ -1,6 +1,7 @@
 #include "runtime/ops/strided.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "base/error.h"
@@ -142,10 +143,15 @@ void run_elementwise(const ir::KernelContext& ctx, ir::TileFn tile) {
   char* out = static_cast<char*>(output.data);
   const size_t arity = ctx.inputs.size();
 
+  // Fixed arrays, not vectors: a PYNATIVE op on a small tensor would otherwise spend more in the
+  // allocator than in its math. The tile math takes at most 32 operands (its `scalars` bit mask).
+  constexpr size_t kMaxArity = 32;
+  MF_CHECK(arity <= kMaxArity, Internal, ctx.op_name, ": ", arity,
+           " operands, the tile math takes ", kMaxArity);
   enum class Kind { kFull, kScalar, kGathered };
-  std::vector<Kind> kinds(arity);
-  std::vector<size_t> elem(arity);
-  std::vector<StridedView> views(arity);
+  std::array<Kind, kMaxArity> kinds;
+  std::array<size_t, kMaxArity> elem;
+  bool any_gathered = false;
   for (size_t i = 0; i < arity; ++i) {
     const ir::TensorView& in = ctx.inputs[i];
     elem[i] = ir::dtype_size(in.type.dtype);
@@ -155,8 +161,8 @@ void run_elementwise(const ir::KernelContext& ctx, ir::TileFn tile) {
       kinds[i] = Kind::kScalar;
     } else {
       kinds[i] = Kind::kGathered;
+      any_gathered = true;
     }
-    views[i] = StridedView{in.data, out_shape, broadcast_strides(in.type.shape, out_shape)};
   }
 
   // Scalar operands go to the tile math as one element (bit i of `scalars`), never copied.
@@ -164,11 +170,9 @@ void run_elementwise(const ir::KernelContext& ctx, ir::TileFn tile) {
   for (size_t i = 0; i < arity; ++i) {
     if (kinds[i] == Kind::kScalar) scalars |= 1u << i;
   }
-  const bool no_gather =
-      std::none_of(kinds.begin(), kinds.end(), [](Kind k) { return k == Kind::kGathered; });
-  if (no_gather) {
+  if (!any_gathered) {
     parallel_for(n, kChunk, [&](int64_t begin, int64_t end) {
-      std::vector<const void*> ptrs(arity);
+      std::array<const void*, kMaxArity> ptrs;
       for (size_t i = 0; i < arity; ++i) {
         ptrs[i] = static_cast<const char*>(ctx.inputs[i].data) +
                   (kinds[i] == Kind::kScalar ? 0 : begin * elem[i]);
@@ -178,6 +182,12 @@ void run_elementwise(const ir::KernelContext& ctx, ir::TileFn tile) {
     return;
   }
 
+  std::vector<StridedView> views(arity);
+  for (size_t i = 0; i < arity; ++i) {
+    if (kinds[i] != Kind::kGathered) continue;
+    views[i] = StridedView{ctx.inputs[i].data, out_shape,
+                           broadcast_strides(ctx.inputs[i].type.shape, out_shape)};
+  }
   {
     std::vector<StridedView*> gathered;
     for (size_t i = 0; i < arity; ++i) {

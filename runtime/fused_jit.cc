@@ -32,10 +32,6 @@ constexpr std::array<OpName, 10> kOps = {{{"add", JitOp::kAdd},
                                           {"relu", JitOp::kRelu},
                                           {"square", JitOp::kSquare}}};
 
-bool is_unary(JitOp op) {
-  return op == JitOp::kNeg || op == JitOp::kAbs || op == JitOp::kRelu || op == JitOp::kSquare;
-}
-
 void check_program(const JitProgram& p) {
   std::vector<bool> defined(p.num_values, false);
   auto define = [&](int v) {
@@ -57,6 +53,10 @@ void check_program(const JitProgram& p) {
 }
 
 }  // namespace
+
+bool is_unary(JitOp op) {
+  return op == JitOp::kNeg || op == JitOp::kAbs || op == JitOp::kRelu || op == JitOp::kSquare;
+}
 
 std::optional<JitOp> jit_op_for(std::string_view op_name) {
   for (const OpName& entry : kOps) {

@@ -36,6 +36,8 @@ enum class JitOp : uint8_t {
 
 // The JitOp of an op of that name over float32 (nullopt: the generator does not cover it).
 std::optional<JitOp> jit_op_for(std::string_view op_name);
+// neg, abs, relu and square read one operand; the others two.
+bool is_unary(JitOp op);
 
 // A body as the generator takes it: numbered values, each defined once.
 struct JitProgram {

@@ -313,8 +313,7 @@ struct FusedKernel::Impl {
     for (const OpInfo& op : ops) {
       const std::optional<JitOp> code = jit_op_for(op.node->op());
       if (!code || op.kind != Kind::kFull || !op.node->attrs().empty()) return nullptr;
-      const bool unary = *code == JitOp::kNeg || *code == JitOp::kAbs || *code == JitOp::kRelu ||
-                         *code == JitOp::kSquare;
+      const bool unary = is_unary(*code);
       if (op.inputs.size() != (unary ? 1u : 2u)) return nullptr;
       program.steps.push_back({*code, op.inputs[0], unary ? -1 : op.inputs[1], op.output});
     }

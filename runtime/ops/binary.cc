@@ -42,6 +42,9 @@ ir::OpBuilder declare(std::string name, const ir::ElementwiseMath& math,
   return b;
 }
 
+// add, sub, mul, div, maximum and minimum over float32 are also emitted as single AVX-512
+// instructions by runtime/fused_jit.cc, in the operand order Eigen uses for these functors; change
+// a functor here and tests/runtime/fused_jit_test.cc shows where the two part.
 const ir::ElementwiseMath kAddMath = make_math<2, float, double, int32_t, int64_t>(
     [](const auto& a, const auto& b) { return a + b; });
 const ir::ElementwiseMath kSubMath = make_math<2, float, double, int32_t, int64_t>(

@@ -31,6 +31,9 @@ constexpr double kGeluCubic = 0.044715;
 constexpr double kInvSqrt2 = 0.7071067811865476;  // 1 / sqrt(2)
 
 // Each op states its math once, in a named constant; the declaration wraps it.
+// neg, abs, relu and square over float32 are also emitted as single AVX-512 instructions by
+// runtime/fused_jit.cc (neg as 0 - x, as Eigen's pnegate); change a functor here and
+// tests/runtime/fused_jit_test.cc shows where the two part.
 const ir::ElementwiseMath kNegMath =
     make_math<1, float, double, int32_t, int64_t>([](const auto& x) { return -x; });
 const ir::ElementwiseMath kAbsMath =

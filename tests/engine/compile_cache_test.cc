@@ -23,6 +23,7 @@
 #include "base/logging.h"
 #include "context/context.h"
 #include "context/parallel_context.h"
+#include "engine/compile_cache/source_locations.h"
 #include "engine/engine_state.h"
 #include "engine/graph_mode.h"
 #include "engine/jit.h"
@@ -195,11 +196,6 @@ TEST_F(CompileCacheTest, GraphDigestIsTheDigestOfTheCanonicalForm) {
 // Source locations are not in the key, so code moved between two processes still hits; the hit
 // must then name the moved lines, not the stored ones: the entry refers to traced nodes for its
 // locations and the loader takes them from the live trace.
-void collect_locations(const ir::Graph& graph, std::vector<std::string>& out) {
-  for (const ir::Node& node : graph.nodes()) out.push_back(node.location());
-  for (const ir::Graph* sub : graph.subgraphs()) collect_locations(*sub, out);
-}
-
 TEST_F(CompileCacheTest, AHitNamesTheLiveTracesSourceLocationsNotTheStoredOnes) {
   for (const char* jit : {"O0", "O1", "O2"}) {
     SCOPED_TRACE(jit);
@@ -208,8 +204,7 @@ TEST_F(CompileCacheTest, AHitNamesTheLiveTracesSourceLocationsNotTheStoredOnes) 
     Traced t = trace("transformer");
     const passes::CompiledGraph compiled =
         passes::compile(t.trace.graph->clone(), engine::compile_options_from(t.policy, "test"));
-    std::vector<std::string> stored_locations;
-    collect_locations(*compiled.graph, stored_locations);
+    const std::vector<std::string> stored_locations = engine::traced_locations(*compiled.graph);
     const CompileCache cache(dir());
     ASSERT_TRUE(cache.store(t.key, compiled, 1.0));
 
@@ -227,8 +222,7 @@ TEST_F(CompileCacheTest, AHitNamesTheLiveTracesSourceLocationsNotTheStoredOnes) 
 
     const auto loaded = cache.load(moved_key, *moved);
     ASSERT_TRUE(loaded.has_value());
-    std::vector<std::string> locations;
-    collect_locations(*loaded->compiled.graph, locations);
+    std::vector<std::string> locations = engine::traced_locations(*loaded->compiled.graph);
     ASSERT_EQ(locations.size(), stored_locations.size());
     int renamed = 0;
     for (size_t i = 0; i < locations.size(); ++i) {
@@ -240,8 +234,7 @@ TEST_F(CompileCacheTest, AHitNamesTheLiveTracesSourceLocationsNotTheStoredOnes) 
     // And the unmoved trace gets the stored process's own locations back.
     const auto same = cache.load(t.key, *t.trace.graph);
     ASSERT_TRUE(same.has_value());
-    locations.clear();
-    collect_locations(*same->compiled.graph, locations);
+    locations = engine::traced_locations(*same->compiled.graph);
     EXPECT_EQ(locations, stored_locations);
   }
 }

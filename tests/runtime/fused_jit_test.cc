@@ -291,7 +291,14 @@ TEST(FusedJitTest, MalformedProgramsAreRefused) {
   p.inputs = {{0, false}};
   p.steps = {{JitOp::kAdd, 0, 1, 1}};  // reads value 1 before it is defined
   p.outputs = {1};
-  EXPECT_THROW(FusedJit::compile(p), Error);
+  try {
+    FusedJit::compile(p);
+    FAIL() << "a value read before its definition was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(e.message().find("value 1 used before it is defined"), std::string::npos)
+        << e.message();
+  }
 }
 
 }  // namespace

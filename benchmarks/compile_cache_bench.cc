@@ -1,6 +1,6 @@
 // The compile phase of GRAPH mode on `transformer`, piece by piece, with and without the
 // persistent compile cache (enable_compile_cache), at jit O0, O1 and O2:
-//   compile/<jit>       passes::compile of the trace (no cache) + building the executor
+//   compile/<jit>       the pass pipeline on the trace (no cache) + building the executor
 //   miss/<jit>          what a first process pays: key, miss explanation, compile, store, executor
 //   key/<jit>           make_cache_key (canonical digest of the trace, every component)
 //   digest/<jit>        ir::canonical_digest of the trace alone (printer and hasher)
@@ -21,8 +21,8 @@
 
 #include "context/context.h"
 #include "engine/compile_cache/compile_cache.h"
+#include "engine/driver.h"
 #include "engine/engine_state.h"
-#include "engine/graph_mode.h"
 #include "engine/models/registry.h"
 #include "engine/trace.h"
 #include "ir/serialize.h"
@@ -52,10 +52,10 @@ struct Fixture {
     fingerprint = context::fingerprint(snapshot, policy);
     trace = engine::Tracer::trace(*cell, input, policy.max_call_depth.value,
                                   policy.reserve_class_name_in_scope.value);
-    options = engine::compile_options_from(policy, "bench");
+    options = engine::driver_options(policy, "bench").compile;
     key = engine::make_cache_key(*trace.graph, input.type(), fingerprint);
     cache_dir = policy.compile_cache_dir.value;
-    const passes::CompiledGraph compiled = passes::compile(trace.graph->clone(), options);
+    const passes::CompiledGraph compiled = engine::compile_graph(trace.graph->clone(), options);
     engine::CompileCache(cache_dir).store(key, compiled, 0);
   }
   ~Fixture() {
@@ -66,9 +66,7 @@ struct Fixture {
 
   std::unique_ptr<runtime::GraphExecutor> executor(
       std::shared_ptr<const runtime::Plan> plan) const {
-    return policy.jit_level.value == context::JitLevel::kO2
-               ? runtime::make_sink_executor(std::move(plan))
-               : runtime::make_kernel_executor(std::move(plan));
+    return engine::make_executor(policy.executor.value, std::move(plan));
   }
 
   fs::path dir, cache_dir;
@@ -87,7 +85,7 @@ void compile(benchmark::State& state, const std::string& jit) {
     state.PauseTiming();
     std::unique_ptr<ir::Graph> graph = f.trace.graph->clone();
     state.ResumeTiming();
-    passes::CompiledGraph compiled = passes::compile(std::move(graph), f.options);
+    passes::CompiledGraph compiled = engine::compile_graph(std::move(graph), f.options);
     benchmark::DoNotOptimize(f.executor(compiled.plan));
   }
 }
@@ -102,7 +100,7 @@ void miss(benchmark::State& state, const std::string& jit) {
     engine::CacheLookup lookup =
         engine::lookup_compiled(f.policy, *graph, f.input.type(), f.fingerprint);
     if (lookup.compiled) state.SkipWithError("expected a miss");
-    passes::CompiledGraph compiled = passes::compile(std::move(graph), f.options);
+    passes::CompiledGraph compiled = engine::compile_graph(std::move(graph), f.options);
     benchmark::DoNotOptimize(engine::store_compiled(f.policy, lookup, compiled, 1.0));
     benchmark::DoNotOptimize(f.executor(compiled.plan));
   }
@@ -133,7 +131,7 @@ void load(benchmark::State& state, const std::string& jit) {
 
 void executor(benchmark::State& state, const std::string& jit) {
   Fixture f(jit);
-  const passes::CompiledGraph compiled = passes::compile(f.trace.graph->clone(), f.options);
+  const passes::CompiledGraph compiled = engine::compile_graph(f.trace.graph->clone(), f.options);
   for (auto _ : state) benchmark::DoNotOptimize(f.executor(compiled.plan));
 }
 

@@ -32,8 +32,7 @@ std::string with_rank(const std::string& base, int rank) {
   return (std::filesystem::path(base) / ("rank_" + std::to_string(rank))).string();
 }
 
-Decision<JitLevel> decide_jit_level(const Snapshot& snapshot, ExecutionMode mode,
-                                    std::optional<JitLevel> network) {
+Decision<JitLevel> decide_jit_level(const Snapshot& snapshot, std::optional<JitLevel> network) {
   const std::string global = snapshot.values()["jit_config"].value("jit_level", "");
   Decision<JitLevel> out;
   if (network) {
@@ -48,12 +47,6 @@ Decision<JitLevel> decide_jit_level(const Snapshot& snapshot, ExecutionMode mode
     out = {JitLevel::kO0,
            "jit_config.jit_level is empty, which means O0 on CPU (O2 is chosen only on Atlas "
            "training products)"};
-  }
-  if (mode == ExecutionMode::kPynative && out.value == JitLevel::kO2) {
-    out = {JitLevel::kO0, out.reason +
-                              ", but PYNATIVE_MODE runs op by op and cannot sink a whole graph, so "
-                              "it falls back to O0"};
-    log::warn_once("pynative-jit-o2", "jit_level: " + out.reason);
   }
   return out;
 }
@@ -192,7 +185,28 @@ std::vector<Explanation> ineffective(const Snapshot& snapshot) {
   return out;
 }
 
+// In PYNATIVE_MODE the compile settings reach only what is jit-compiled (a cell with a JitConfig
+// or marked for jit, mf::jit functions); the reasons say so, so `explain` reports nothing as
+// active that nothing reads.
+void note_compiled_scope(bool jit_region, Policy& policy) {
+  if (policy.mode.value == ExecutionMode::kGraph) return;
+  const std::string note =
+      jit_region ? " (for this jit-compiled part of a PYNATIVE_MODE run)"
+                 : " (PYNATIVE_MODE: applies to jit-compiled cells and functions only; the rest "
+                   "runs op by op)";
+  for (std::string* reason :
+       {&policy.jit_level.reason, &policy.executor.reason, &policy.fusion_level.reason,
+        &policy.dump_level.reason, &policy.compile_cache.reason, &policy.precompile_only.reason,
+        &policy.memory_optimize_level.reason}) {
+    *reason += note;
+  }
+}
+
 }  // namespace
+
+std::string_view to_string(Executor executor) {
+  return executor == Executor::kSink ? "SinkExecutor" : "KernelExecutor";
+}
 
 std::string_view to_string(ExecutionMode mode) {
   return mode == ExecutionMode::kGraph ? "GRAPH_MODE" : "PYNATIVE_MODE";
@@ -250,7 +264,17 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
                      origin(snapshot, "mode") +
                      (graph ? ": networks are traced and compiled as whole graphs"
                             : ": ops run one by one as they are called")};
-  policy.jit_level = decide_jit_level(snapshot, policy.mode.value, options.network_jit_level);
+  policy.jit_level = decide_jit_level(snapshot, options.network_jit_level);
+  if (policy.jit_level.value == JitLevel::kO2) {
+    policy.executor = {Executor::kSink,
+                       "jit_level O2 sinks the whole graph: SinkExecutor, one arena, every kernel "
+                       "bound ahead, a flat loop with no allocation or lookup per op"};
+  } else {
+    policy.executor = {Executor::kKernelByKernel,
+                       "jit_level " + std::string(to_string(policy.jit_level.value)) +
+                           " runs kernel by kernel: KernelExecutor, memory from the pool, "
+                           "inter_op_parallel_num independent nodes at once"};
+  }
   policy.infer_boost = {
       v["jit_config"].value("infer_boost", "off") == "on",
       "jit_config.infer_boost='" + v["jit_config"].value("infer_boost", "off") + "'"};
@@ -334,6 +358,7 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
   policy.check_bprop = plain(snapshot, "check_bprop", v["check_bprop"].get<bool>(), "");
   policy.grad_for_scalar = plain(snapshot, "grad_for_scalar", v["grad_for_scalar"].get<bool>(), "");
   policy.ineffective_keys = ineffective(snapshot);
+  note_compiled_scope(options.jit_region, policy);
   return policy;
 }
 
@@ -343,6 +368,7 @@ std::vector<Explanation> explain(const Policy& p) {
   std::vector<Explanation> out = {
       {"mode", std::string(to_string(p.mode.value)), p.mode.reason},
       {"jit_level", std::string(to_string(p.jit_level.value)), p.jit_level.reason},
+      {"executor", std::string(to_string(p.executor.value)), p.executor.reason},
       {"infer_boost", b(p.infer_boost.value), p.infer_boost.reason},
       {"jit_syntax_level", std::string(to_string(p.jit_syntax_level.value)),
        p.jit_syntax_level.reason},

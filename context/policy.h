@@ -18,12 +18,15 @@ enum class JitLevel { kO0, kO1, kO2 };
 enum class MemoryOptimizeLevel { kO0, kO1 };
 enum class DebugLevel { kRelease, kDebug };
 enum class JitSyntaxLevel { kStrict, kCompatible, kLax };
+// What runs a compiled graph: kernel by kernel (jit O0/O1) or the whole graph sunk (O2).
+enum class Executor { kKernelByKernel, kSink };
 
 std::string_view to_string(ExecutionMode mode);  // "GRAPH_MODE" / "PYNATIVE_MODE"
 std::string_view to_string(JitLevel level);      // "O0" / "O1" / "O2"
 std::string_view to_string(MemoryOptimizeLevel level);
 std::string_view to_string(DebugLevel level);
 std::string_view to_string(JitSyntaxLevel level);
+std::string_view to_string(Executor executor);  // "KernelExecutor" / "SinkExecutor"
 // "O0" / "O1" / "O2" -> JitLevel; throws InvalidArgument otherwise (for a network's own JitConfig).
 JitLevel parse_jit_level(std::string_view text);
 
@@ -53,6 +56,7 @@ struct Explanation {
 struct Policy {
   Decision<ExecutionMode> mode;
   Decision<JitLevel> jit_level;
+  Decision<Executor> executor;  // follows jit_level
   Decision<bool> infer_boost;
   Decision<JitSyntaxLevel> jit_syntax_level;
   // Graph-kernel fusion: 0 none, 1 basic, 2 + CSE and simplification, 3 + stitch and parallel
@@ -100,6 +104,10 @@ struct DeriveOptions {
   std::optional<JitLevel>
       network_jit_level;  // a network's own JitConfig; beats jit_config.jit_level
   int cores = 0;          // 0: std::thread::hardware_concurrency()
+  // The policy of a jit-compiled cell or function called in PYNATIVE_MODE: the compile settings
+  // apply to it, and the reasons say so (otherwise, in PYNATIVE_MODE, they say the settings apply
+  // to jit-compiled parts only).
+  bool jit_region = false;
 };
 
 Policy derive_policy(const Snapshot& snapshot, std::optional<JitLevel> network_jit_level = {});

@@ -6,15 +6,13 @@
 #include "base/error.h"
 #include "context/context.h"
 #include "context/policy.h"
+#include "engine/driver.h"
 #include "engine/engine_state.h"
-#include "engine/graph_mode.h"
 #include "engine/models/registry.h"
 #include "engine/nn/cell.h"
 #include "engine/trace.h"
 #include "ir/verifier.h"
-#include "passes/compiler.h"
 #include "passes/plan_memory.h"
-#include "runtime/graph_executor.h"
 
 namespace mf::engine {
 namespace {
@@ -22,23 +20,6 @@ namespace {
 // The op of a graph-kernel fusion (runtime/fused_kernel.cc): a body subgraph named by its "graph"
 // attribute, evaluated as one kernel. Unfusing one turns it into a `call` of the same body.
 constexpr std::string_view kFusedOp = "fused";
-
-// Puts the context's mode back as it was, however bisect leaves.
-class ModeGuard {
- public:
-  ModeGuard() : mode_(context::snapshot().get("mode")) {}
-  ~ModeGuard() {
-    try {
-      context::set({{"mode", mode_}});
-    } catch (...) {  // restoring a value that was valid before cannot fail; never throw from here
-    }
-  }
-  ModeGuard(const ModeGuard&) = delete;
-  ModeGuard& operator=(const ModeGuard&) = delete;
-
- private:
-  context::Json mode_;
-};
 
 // The fused kernels of a graph tree in a fixed order (program order, the graph before its
 // subgraphs), so the k-th of a clone is the k-th of the original.
@@ -64,18 +45,11 @@ Tensor to_tensor(runtime::TensorArg arg) {
   return Tensor(impl);
 }
 
+// Runs a compiled form of the cell's trace on x and returns its single output.
 Tensor execute(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
-               const context::Policy& policy, std::shared_ptr<const runtime::Plan> plan) {
-  auto executor = policy.jit_level.value == context::JitLevel::kO2
-                      ? runtime::make_sink_executor(std::move(plan))
-                      : runtime::make_kernel_executor(std::move(plan));
-  runtime::RunOptions run;
-  run.intra_op_threads = policy.intra_op_threads.value;
-  run.inter_op_parallelism = policy.inter_op_parallelism.value;
-  run.deterministic = policy.deterministic.value;
-  run.max_call_depth = policy.max_call_depth.value;
+               const context::Policy& policy, CompiledNetwork& network) {
   std::vector<runtime::TensorArg> outputs =
-      executor->run(bind_inputs(cell, trace.bindings, x), run);
+      run(network, bind_inputs(cell, trace.bindings, x), policy, context::snapshot(), "bisect");
   MF_CHECK(outputs.size() == 1, Internal, "bisect expects one output, the compiled graph returned ",
            outputs.size());
   return to_tensor(std::move(outputs[0]));
@@ -83,7 +57,7 @@ Tensor execute(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
 
 // Runs the fully compiled graph with its k-th fused kernel replaced by a call of the same body.
 Tensor run_unfused(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
-                   const context::Policy& policy, const passes::CompileOptions& options,
+                   const context::Policy& policy, const DriverOptions& options,
                    const ir::Graph& compiled, size_t k) {
   std::unique_ptr<ir::Graph> graph = compiled.clone();
   std::vector<std::pair<ir::Graph*, ir::Node*>> fused;
@@ -102,18 +76,25 @@ Tensor run_unfused(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
   }
   owner->erase_node(node);
   ir::verify(*graph);
-  // The plan points into `graph`, which outlives the run below.
-  return execute(cell, x, trace, policy,
-                 std::make_shared<const runtime::Plan>(passes::plan_memory(*graph, options)));
+  // Only the memory plan is redone: the graph is the compiled one with one node replaced.
+  CompiledNetwork network;
+  network.jit_level = policy.jit_level.value;
+  network.compiled.plan =
+      std::make_shared<const runtime::Plan>(passes::plan_memory(*graph, options.compile));
+  network.compiled.graph = std::move(graph);
+  network.executor = make_executor(options.executor, network.compiled.plan);
+  return execute(cell, x, trace, policy, network);
 }
 
 // Compiles `graph` with the pipeline cut after `passes_run` pass runs, runs it on x and returns
 // its single output.
 Tensor run_cut(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
-               const context::Policy& policy, passes::CompileOptions options, size_t passes_run) {
-  options.stop_after_pass = passes_run;
-  const passes::CompiledGraph compiled = passes::compile(trace.graph->clone(), options);
-  return execute(cell, x, trace, policy, compiled.plan);  // compiled.graph outlives the run
+               const context::Policy& policy, const context::Fingerprint& fingerprint,
+               DriverOptions options, size_t passes_run) {
+  options.compile.stop_after_pass = passes_run;
+  const std::unique_ptr<CompiledNetwork> network =
+      compile(trace.graph->clone(), x.type(), policy, fingerprint, options);
+  return execute(cell, x, trace, policy, *network);
 }
 
 }  // namespace
@@ -158,30 +139,38 @@ Comparison compare_outputs(const Tensor& reference, const Tensor& value, double 
 BisectReport bisect(nn::Cell& cell, const Tensor& x, const BisectOptions& options) {
   MF_CHECK(options.tolerance >= 0 && std::isfinite(options.tolerance), InvalidArgument,
            "bisect: the tolerance must be a finite number >= 0, got ", options.tolerance);
-  ModeGuard restore_mode;
   BisectReport report;
   report.network = cell.class_name();
   report.tolerance = options.tolerance;
 
-  context::set({{"mode", "PYNATIVE_MODE"}});
-  current_policy();
-  Tensor reference = cell(x);
+  // The reference: op by op, whatever the context's mode (the context is left as it is).
+  current_policy();  // applies memory limits and threads of the context
+  Tensor reference;
+  {
+    OpByOpScope op_by_op;
+    reference = cell(x);
+  }
   reference.sync();
 
-  context::set({{"mode", "GRAPH_MODE"}});
-  current_policy();  // applies memory limits and threads of the context, as run_graph_mode does
-  const context::Policy policy = context::derive_policy(context::snapshot(), cell.jit_level());
+  // The cuts: compiled as GRAPH mode would compile the cell, under the context's settings.
+  const context::Snapshot snapshot = context::snapshot();
+  const context::Policy policy = context::derive_policy(
+      snapshot, context::DeriveOptions{.network_jit_level = cell.jit_level(), .jit_region = true});
+  const context::Fingerprint fingerprint = context::fingerprint(snapshot, policy);
   report.jit_level = std::string(context::to_string(policy.jit_level.value));
   report.fusion_level = policy.fusion_level.value;
   const TraceResult trace =
       Tracer::trace(cell, x, policy.max_call_depth.value, policy.reserve_class_name_in_scope.value);
 
-  passes::CompileOptions compile_options = compile_options_from(policy, "bisect");
-  compile_options.dump.level = 0;  // one compile per cut: dumps would multiply
-  compile_options.extra_passes = options.extra_passes;
+  DriverOptions compile_options = driver_options(policy, "bisect");
+  compile_options.compile.dump.level = 0;  // one compile per cut: dumps would multiply
+  compile_options.compile_cache = false;   // every cut compiles; none is worth keeping
+  compile_options.compile.extra_passes = options.extra_passes;
 
   // The full pipeline once, for the names of its pass runs and its fused kernels.
-  const passes::CompiledGraph full = passes::compile(trace.graph->clone(), compile_options);
+  const std::unique_ptr<CompiledNetwork> full_network =
+      compile(trace.graph->clone(), x.type(), policy, fingerprint, compile_options);
+  const passes::CompiledGraph& full = full_network->compiled;
   for (const passes::PassRecord& record : full.passes) {
     if (record.name != "plan-memory") report.pipeline.push_back(record.name);
   }
@@ -190,7 +179,7 @@ BisectReport bisect(nn::Cell& cell, const Tensor& x, const BisectOptions& option
     cut.passes_run = k;
     cut.after_pass = k == 0 ? "" : report.pipeline[k - 1];
     try {
-      const Tensor y = run_cut(cell, x, trace, policy, compile_options, k);
+      const Tensor y = run_cut(cell, x, trace, policy, fingerprint, compile_options, k);
       cut.comparison = compare_outputs(reference, y, options.tolerance);
       if (std::isfinite(cut.comparison.max_abs_diff)) {
         report.max_abs_diff = std::max(report.max_abs_diff, cut.comparison.max_abs_diff);
@@ -213,7 +202,7 @@ BisectReport bisect(nn::Cell& cell, const Tensor& x, const BisectOptions& option
   if (fused.empty()) return report;
   Tensor fused_output;
   try {
-    fused_output = run_cut(cell, x, trace, policy, compile_options, report.pipeline.size());
+    fused_output = execute(cell, x, trace, policy, *full_network);
   } catch (const Error&) {
     // The full pipeline does not run: the cuts report that; unfusing cannot be compared.
     for (const auto& [owner, node] : fused) {

@@ -28,7 +28,13 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
   std::vector<ir::TensorType> input_types;
   input_types.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    MF_CHECK(inputs[i].defined(), InvalidArgument, op, ": input ", i, " is an undefined tensor");
+    if (!inputs[i].defined() && policy->precompile_only.value) {
+      // precompile_only: a jit-compiled part upstream was compiled, not run; nothing computes
+      // from its value, so everything downstream of it is skipped too.
+      return std::vector<Tensor>(def.num_outputs > 0 ? size_t(def.num_outputs) : 1);
+    }
+    MF_CHECK(inputs[i].defined(), InvalidArgument, op, ": input ", i,
+             " is an undefined tensor (a jit-compiled part returns none under precompile_only)");
     input_types.push_back(inputs[i].type());
   }
   std::vector<ir::TensorType> output_types;

@@ -52,4 +52,18 @@ std::shared_ptr<runtime::Buffer> allocate_tensor_memory(size_t bytes, std::strin
   return runtime::default_pool().allocate(std::max<size_t>(bytes, 1), op);
 }
 
+namespace {
+thread_local bool forced_op_by_op = false;
+}  // namespace
+
+OpByOpScope::OpByOpScope() : previous_(forced_op_by_op) {
+  forced_op_by_op = true;
+}
+OpByOpScope::~OpByOpScope() {
+  forced_op_by_op = previous_;
+}
+bool op_by_op_forced() {
+  return forced_op_by_op;
+}
+
 }  // namespace mf::engine

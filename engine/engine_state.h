@@ -18,4 +18,18 @@ std::shared_ptr<const context::Policy> current_policy();
 // one byte, so every tensor has an address). `op` names the requester in an OutOfMemory message.
 std::shared_ptr<runtime::Buffer> allocate_tensor_memory(size_t bytes, std::string_view op);
 
+// Within its lifetime, on this thread, cells run op by op whatever the mode and their jit marks:
+// the reference run of `mf bisect`, without touching the context.
+class OpByOpScope {
+ public:
+  OpByOpScope();
+  ~OpByOpScope();
+  OpByOpScope(const OpByOpScope&) = delete;
+  OpByOpScope& operator=(const OpByOpScope&) = delete;
+
+ private:
+  bool previous_;
+};
+bool op_by_op_forced();
+
 }  // namespace mf::engine

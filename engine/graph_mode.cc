@@ -4,10 +4,10 @@
 #include <chrono>
 
 #include "base/logging.h"
-#include "engine/compile_cache/compile_cache.h"
 #include "engine/engine_state.h"
 #include "engine/nn/cell.h"
-#include "engine/recorder.h"
+#include "engine/scope.h"
+#include "runtime/eager_executor.h"
 
 namespace mf::engine {
 namespace {
@@ -17,195 +17,168 @@ double millis_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-passes::JitLevel to_passes(context::JitLevel level) {
-  switch (level) {
-    case context::JitLevel::kO0:
-      return passes::JitLevel::kO0;
-    case context::JitLevel::kO1:
-      return passes::JitLevel::kO1;
-    case context::JitLevel::kO2:
-      return passes::JitLevel::kO2;
-  }
-  return passes::JitLevel::kO0;
-}
-
-// Why no cached form fits: the input that changed, or the compile settings that did.
-std::string recompile_reason(const CompiledCache& cache, const ir::TensorType& input,
+// Why no held form fits: the input that changed, or the compile settings that did.
+std::string recompile_reason(const CompiledForms& forms, const ir::TensorType& input,
                              const context::Fingerprint& fingerprint) {
-  if (cache.entries.empty()) return {};
-  const CompiledNetwork& last = *cache.entries.back();
+  if (forms.entries.empty()) return {};
+  const CompiledCell& last = *forms.entries.back();
   if (!(last.input_type == input)) {
     return "input x changed from " + ir::type_to_string(last.input_type) + " to " +
            ir::type_to_string(input);
   }
   std::string changed;
-  for (const auto& name : context::differing_components(last.fingerprint, fingerprint)) {
+  for (const auto& name : context::differing_components(last.network->fingerprint, fingerprint)) {
     changed += (changed.empty() ? "" : ", ") + name;
   }
   return "compile settings changed: " + changed;
 }
 
-std::unique_ptr<CompiledNetwork> compile_network(nn::Cell& cell, const Tensor& x,
-                                                 const context::Policy& policy,
-                                                 const context::Fingerprint& fingerprint) {
+std::unique_ptr<CompiledCell> trace_and_compile(nn::Cell& cell, const Tensor& x,
+                                                const DerivedPolicy& derived) {
   static std::atomic<int> compile_counter{0};
-  auto network = std::make_unique<CompiledNetwork>();
-  network->input_type = x.type();
-  network->fingerprint = fingerprint;
-  network->jit_level = policy.jit_level.value;
-
-  auto start = Clock::now();
+  const context::Policy& policy = derived.policy;
+  auto form = std::make_unique<CompiledCell>();
+  form->input_type = x.type();
+  const auto start = Clock::now();
   TraceResult trace =
       Tracer::trace(cell, x, policy.max_call_depth.value, policy.reserve_class_name_in_scope.value);
-  network->trace_ms = millis_since(start);
-  network->bindings = std::move(trace.bindings);
-
-  start = Clock::now();
+  form->trace_ms = millis_since(start);
+  form->bindings = std::move(trace.bindings);
   const std::string prefix = trace.graph->name() + "_" + std::to_string(++compile_counter);
-  const passes::CompileOptions options = compile_options_from(policy, prefix);
-  // The persistent cache: a hit replaces the pass pipeline by a load (stored plan proven safe).
-  std::optional<CacheLookup> cached;
-  if (policy.compile_cache.value) {
-    cached = lookup_compiled(policy, *trace.graph, x.type(), fingerprint);
-  }
-  if (cached && cached->compiled) {
-    network->compiled = std::move(*cached->compiled);
-    network->cache_hit = true;
-  } else {
-    network->compiled = passes::compile(std::move(trace.graph), options);
-    if (cached) {
-      cached->note = store_compiled(policy, *cached, network->compiled, millis_since(start));
-    }
-  }
-  if (cached) {
-    network->cache_key = cached->key.hex;
-    network->cache_note = cached->note;
-  }
-  network->executor = policy.jit_level.value == context::JitLevel::kO2
-                          ? runtime::make_sink_executor(network->compiled.plan)
-                          : runtime::make_kernel_executor(network->compiled.plan);
-  network->compile_ms = millis_since(start);
-  return network;
+  form->network = compile(std::move(trace.graph), x.type(), policy, derived.fingerprint,
+                          driver_options(policy, prefix));
+  return form;
 }
 
-}  // namespace
-
-passes::CompileOptions compile_options_from(const context::Policy& policy,
-                                            std::string dump_prefix) {
-  passes::CompileOptions options;
-  options.jit_level = to_passes(policy.jit_level.value);
-  options.fusion_level = policy.fusion_level.value;
-  const context::GraphKernelFlags& flags = policy.fusion_flags;
-  options.fusion.dump_as_text = flags.dump_as_text;
-  options.fusion.enable_expand_ops = flags.enable_expand_ops;
-  options.fusion.enable_expand_ops_only = flags.enable_expand_ops_only;
-  options.fusion.disable_expand_ops = flags.disable_expand_ops;
-  options.fusion.enable_cluster_ops = flags.enable_cluster_ops;
-  options.fusion.enable_cluster_ops_only = flags.enable_cluster_ops_only;
-  options.fusion.disable_cluster_ops = flags.disable_cluster_ops;
-  options.fusion.stitch = policy.stitch_fusion.value;
-  options.fusion.parallel = policy.parallel_fusion.value;
-  options.fusion.recompute = policy.recompute_fusion.value;
-  options.fusion.reduce_fuse_depth = flags.reduce_fuse_depth;
-  if (flags.composite_op_limit_size) {
-    options.fusion.composite_op_limit_size = *flags.composite_op_limit_size;
-  }
-  options.enable_passes = policy.fusion_flags.enable_pass;
-  options.disable_passes = policy.fusion_flags.disable_pass;
-  options.verify_every_pass = policy.debug_level.value == context::DebugLevel::kDebug;
-  options.memory_level = policy.memory_optimize_level.value == context::MemoryOptimizeLevel::kO1
-                             ? passes::MemoryLevel::kO1
-                             : passes::MemoryLevel::kO0;
-  options.memory_reuse = policy.memory_reuse.value;
-  options.deterministic = policy.deterministic.value;
-  options.dump.level = policy.dump_level.value;
-  options.dump.dir = policy.dump_dir.value;
-  options.dump.prefix = std::move(dump_prefix);
-  return options;
-}
-
-Tensor run_graph_mode(nn::Cell& cell, const Tensor& x, CompiledCache& cache,
-                      std::optional<context::JitLevel> network_jit_level) {
-  current_policy();  // applies memory limits and print routing of the global context
+std::shared_ptr<const DerivedPolicy> derive(CompiledForms& forms,
+                                            std::optional<context::JitLevel> network_jit_level,
+                                            bool jit_region) {
   const context::Snapshot snapshot = context::snapshot();
-  if (!cache.derived || cache.derived->context_version != snapshot.version() ||
-      cache.derived->network_jit_level != network_jit_level) {
-    context::Policy policy_now = context::derive_policy(snapshot, network_jit_level);
-    context::Fingerprint fingerprint_now = context::fingerprint(snapshot, policy_now);
-    cache.derived = std::make_shared<const DerivedPolicy>(DerivedPolicy{
-        snapshot.version(), network_jit_level, std::move(policy_now), std::move(fingerprint_now)});
+  if (!forms.derived || forms.derived->context_version != snapshot.version() ||
+      forms.derived->network_jit_level != network_jit_level) {
+    context::Policy policy = context::derive_policy(
+        snapshot,
+        context::DeriveOptions{.network_jit_level = network_jit_level, .jit_region = jit_region});
+    context::Fingerprint fingerprint = context::fingerprint(snapshot, policy);
+    forms.derived = std::make_shared<const DerivedPolicy>(DerivedPolicy{
+        snapshot.version(), network_jit_level, std::move(policy), std::move(fingerprint)});
   }
-  // Held here: the cell's cache may be re-derived while this call runs (a nested call of it).
-  const std::shared_ptr<const DerivedPolicy> derived = cache.derived;
-  const context::Policy& policy = derived->policy;
-  const context::Fingerprint& fingerprint = derived->fingerprint;
-  GraphRunReport report;
+  return forms.derived;
+}
 
-  CompiledNetwork* network = nullptr;
-  if (cache.last_network != nullptr && cache.last_network_derived == derived &&
-      cache.last_network->input_type == x.type()) {
-    network = cache.last_network;
+// The form for x under `derived`: the last one run, a held one, or a new compile.
+CompiledCell& find_or_compile(nn::Cell& cell, const Tensor& x, CompiledForms& forms,
+                              const std::shared_ptr<const DerivedPolicy>& derived,
+                              GraphRunReport& report) {
+  CompiledCell* form = nullptr;
+  if (forms.last_entry != nullptr && forms.last_entry_derived == derived &&
+      forms.last_entry->input_type == x.type()) {
+    form = forms.last_entry;
   } else {
-    for (auto& entry : cache.entries) {
-      if (entry->input_type == x.type() && entry->fingerprint == fingerprint) network = entry.get();
+    for (auto& entry : forms.entries) {
+      if (entry->input_type == x.type() && entry->network->fingerprint == derived->fingerprint) {
+        form = entry.get();
+      }
     }
   }
-  if (network == nullptr) {
-    report.recompile_reason = recompile_reason(cache, x.type(), fingerprint);
+  if (form == nullptr) {
+    report.recompile_reason = recompile_reason(forms, x.type(), derived->fingerprint);
     if (!report.recompile_reason.empty()) {
       log::info("recompiling {}: {}", cell.class_name(), report.recompile_reason);
     }
-    cache.entries.push_back(compile_network(cell, x, policy, fingerprint));
-    network = cache.entries.back().get();
+    forms.entries.push_back(trace_and_compile(cell, x, *derived));
+    form = forms.entries.back().get();
+    const CompiledNetwork& network = *form->network;
     report.compiled = true;
-    report.trace_ms = network->trace_ms;
-    report.compile_ms = network->compile_ms;
-    report.dump_files = network->compiled.dump_files;
-    report.cache_hit = network->cache_hit;
-    report.cache_key = network->cache_key;
-    report.cache_note = network->cache_note;
+    report.trace_ms = form->trace_ms;
+    report.compile_ms = network.compile_ms;
+    report.dump_files = network.compiled.dump_files;
+    report.cache_hit = network.cache_hit;
+    report.cache_key = network.cache_key;
+    report.cache_note = network.cache_note;
     log::info("compiled {} at jit_level {} in {:.3g} ms (trace {:.3g} ms)", cell.class_name(),
-              context::to_string(network->jit_level), network->compile_ms, network->trace_ms);
+              context::to_string(network.jit_level), network.compile_ms, form->trace_ms);
   }
-  cache.last_network = network;
-  cache.last_network_derived = derived;
-  report.planned_peak_bytes = network->compiled.plan->planned_peak_bytes;
-  report.executor = std::string(network->executor->name());
-  if (policy.precompile_only.value) {
-    log::info("precompile_only: {} compiled, not run", cell.class_name());
-    cache.last_report = std::move(report);
-    return Tensor();
-  }
+  forms.last_entry = form;
+  forms.last_entry_derived = derived;
+  report.planned_peak_bytes = form->network->compiled.plan->planned_peak_bytes;
+  report.executor = std::string(form->network->executor->name());
+  report.jit_level = std::string(context::to_string(derived->policy.jit_level.value));
+  report.fusion_level = derived->policy.fusion_level.value;
+  return *form;
+}
 
-  runtime::RunOptions options;
-  options.intra_op_threads = policy.intra_op_threads.value;
-  options.inter_op_parallelism = policy.inter_op_parallelism.value;
-  options.deterministic = policy.deterministic.value;
-  options.max_call_depth = policy.max_call_depth.value;
-  Recorder recorder(policy, snapshot, *network->compiled.graph);
-  options.on_step = recorder.step_callback();
-
-  const auto start = Clock::now();
-  std::vector<runtime::TensorArg> outputs;
-  try {
-    outputs = network->executor->run(bind_inputs(cell, network->bindings, x), options);
-  } catch (Error& e) {
-    recorder.on_failure(e);
-    e.add_context("while running " + cell.class_name() + " in GRAPH_MODE (jit_level " +
-                  std::string(context::to_string(network->jit_level)) + ")");
-    throw;
-  }
-  recorder.on_success();
-  report.run_ms = millis_since(start);
-  report.ran = true;
-  cache.last_report = std::move(report);
-
-  MF_CHECK(outputs.size() == 1, Internal, "compiled ", cell.class_name(), " returned ",
-           outputs.size(), " outputs");
+Tensor wrap_output(std::vector<runtime::TensorArg> outputs, const std::string& what) {
+  MF_CHECK(outputs.size() == 1, Internal, "compiled ", what, " returned ", outputs.size(),
+           " outputs");
   auto impl = std::make_shared<TensorImpl>();
   impl->type = outputs[0].type;
   impl->buffer = std::move(outputs[0].buffer);
   return Tensor(impl);
+}
+
+// PYNATIVE: the compiled run is one task of the eager queue. Its inputs are taken as the tensors
+// they are now (no wait: every task producing them is ahead in the queue), its output is a tensor
+// whose buffer the task sets, so eager code before and after keeps its order and asynchrony.
+Tensor submit_compiled(nn::Cell& cell, const Tensor& x, CompiledCell& form,
+                       std::shared_ptr<const DerivedPolicy> derived, std::source_location where,
+                       GraphRunReport& report) {
+  std::vector<Tensor> bound = bound_tensors(cell, form.bindings, x);
+  const ir::Graph& graph = *form.network->compiled.graph;
+  MF_CHECK(graph.outputs().size() == 1, Internal, "compiled ", cell.class_name(), " returns ",
+           graph.outputs().size(), " outputs");
+  auto out = std::make_shared<TensorImpl>();
+  out->type = graph.outputs()[0].type();
+  const std::string what = "jit-compiled " + cell.class_name();
+  auto task = [network = form.network, derived, snapshot = context::snapshot(),
+               bound = std::move(bound), out, what] {
+    std::vector<runtime::TensorArg> inputs;
+    inputs.reserve(bound.size());
+    for (const Tensor& t : bound) inputs.push_back({t.type(), t.impl()->buffer});
+    std::vector<runtime::TensorArg> results =
+        run(*network, inputs, derived->policy, snapshot, what);
+    out->buffer = std::move(results.at(0).buffer);
+  };
+  const auto start = Clock::now();
+  auto& executor = runtime::default_eager_executor();
+  const bool inline_run = executor.synchronous();
+  out->ready_seq = executor.submit(
+      std::move(task), runtime::TaskInfo{"jit(" + cell.class_name() + ")", current_scope(), where});
+  if (inline_run) report.run_ms = millis_since(start);
+  report.ran = true;
+  return Tensor(out);
+}
+
+}  // namespace
+
+Tensor run_compiled_cell(nn::Cell& cell, const Tensor& x, CompiledForms& forms,
+                         std::optional<context::JitLevel> network_jit_level,
+                         std::source_location where) {
+  const auto current = current_policy();  // applies memory limits and print routing
+  const bool jit_region = current->mode.value == context::ExecutionMode::kPynative;
+  // Held here: the cell's forms may be re-derived while this call runs (a nested call of it).
+  const std::shared_ptr<const DerivedPolicy> derived = derive(forms, network_jit_level, jit_region);
+  const context::Policy& policy = derived->policy;
+  GraphRunReport report;
+  report.jit_region = jit_region;
+  CompiledCell& form = find_or_compile(cell, x, forms, derived, report);
+  if (policy.precompile_only.value) {
+    log::info("precompile_only: {} compiled, not run", cell.class_name());
+    forms.last_report = std::move(report);
+    return Tensor();
+  }
+  if (jit_region) {
+    Tensor y = submit_compiled(cell, x, form, derived, where, report);
+    forms.last_report = std::move(report);
+    return y;
+  }
+  const auto start = Clock::now();
+  std::vector<runtime::TensorArg> outputs = run(*form.network, bind_inputs(cell, form.bindings, x),
+                                                policy, context::snapshot(), cell.class_name());
+  report.run_ms = millis_since(start);
+  report.ran = true;
+  forms.last_report = std::move(report);
+  return wrap_output(std::move(outputs), cell.class_name());
 }
 
 }  // namespace mf::engine

@@ -1,22 +1,25 @@
 #pragma once
-// GRAPH mode for a cell: trace it once per (input type, compile fingerprint), compile the trace
-// through the pass pipeline of its jit level, and run the compiled plan (KernelExecutor for O0/O1,
-// SinkExecutor for O2). Compiled forms stay cached on the cell; a new signature recompiles and the
-// log says why.
+// A cell run as a compiled graph: the top-level call of a cell in GRAPH mode, and a jit-compiled
+// cell or function (a JitConfig, set_jit, mf::jit) called in PYNATIVE mode. The first call per
+// (input type, compile fingerprint) traces the cell and hands the trace to the driver
+// (engine/driver.h: cache, passes, executor); later calls run the compiled form. A new signature
+// recompiles and the log says why. In PYNATIVE mode the run is one task of the eager queue, so
+// ordering, asynchrony and error reporting hold across the boundary with eager code, and tensors
+// cross it without copies.
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <vector>
 
 #include "context/fingerprint.h"
 #include "context/policy.h"
+#include "engine/driver.h"
 #include "engine/tensor.h"
 #include "engine/trace.h"
-#include "passes/compile_options.h"
-#include "passes/compiler.h"
-#include "runtime/graph_executor.h"
 
 namespace mf::nn {
 class Cell;
@@ -24,27 +27,19 @@ class Cell;
 
 namespace mf::engine {
 
-// One compiled form of a network.
-struct CompiledNetwork {
-  ir::TensorType input_type;
-  context::Fingerprint fingerprint;
-  context::JitLevel jit_level = context::JitLevel::kO0;
-  passes::CompiledGraph compiled;
-  std::unique_ptr<runtime::GraphExecutor> executor;
-  std::vector<Binding> bindings;
-  double trace_ms = 0, compile_ms = 0;
-  bool cache_hit = false;  // loaded from the persistent compile cache (enable_compile_cache)
-  std::string cache_key, cache_note;
-};
-
-// What the last GRAPH-mode call of a cell did, for `mf run` and tests.
+// What the last compiled call of a cell did, for `mf run` and tests.
 struct GraphRunReport {
-  bool compiled = false;         // false: reused a cached compiled form
-  std::string recompile_reason;  // why a cached form did not apply (empty on the first compile)
+  bool compiled = false;         // false: reused a compiled form held by the cell
+  std::string recompile_reason;  // why a held form did not apply (empty on the first compile)
   double trace_ms = 0, compile_ms = 0, run_ms = 0;
   size_t planned_peak_bytes = 0;
-  std::string executor;  // "KernelExecutor" / "SinkExecutor"
-  bool ran = false;      // false under precompile_only
+  std::string executor;     // "KernelExecutor" / "SinkExecutor"
+  std::string jit_level;    // "O1"
+  int fusion_level = 0;     // graph-kernel opt_level
+  bool jit_region = false;  // a jit-compiled part of a PYNATIVE_MODE run
+  // false under precompile_only. In PYNATIVE mode the run is queued: true once submitted, and
+  // run_ms is 0 unless pynative_synchronize made it run before the call returned.
+  bool ran = false;
   std::vector<std::filesystem::path> dump_files;
   // enable_compile_cache: whether the compile phase loaded from disk, the key, and what happened
   // ("loaded, ...", "stored in DIR; nearest entry ... differs in: ..."). Empty key: cache off.
@@ -53,9 +48,9 @@ struct GraphRunReport {
   std::string cache_note;
 };
 
-// The policy a cell's GRAPH-mode call ran under, with its compile fingerprint. Deriving them writes
+// The policy a cell's compiled call ran under, with its compile fingerprint. Deriving them writes
 // every decision's explanation and walks the key table; a call reuses them while the context's
-// version and the network's own jit level are the ones they were derived from.
+// version, the mode and the network's own jit level are the ones they were derived from.
 struct DerivedPolicy {
   std::uint64_t context_version = 0;
   std::optional<context::JitLevel> network_jit_level;
@@ -63,30 +58,39 @@ struct DerivedPolicy {
   context::Fingerprint fingerprint;
 };
 
-// The compiled forms a cell holds.
-class CompiledCache {
+// One compiled form of a cell: the driver's compiled network plus how its parameters are bound.
+struct CompiledCell {
+  ir::TensorType input_type;
+  std::vector<Binding> bindings;
+  double trace_ms = 0;
+  // Shared with queued PYNATIVE runs, which must survive clear_compiled() and the cell itself.
+  std::shared_ptr<CompiledNetwork> network;
+};
+
+// The compiled forms a cell holds in memory (the persistent, on-disk store is CompileCache).
+class CompiledForms {
  public:
-  std::vector<std::unique_ptr<CompiledNetwork>> entries;
+  std::vector<std::unique_ptr<CompiledCell>> entries;
   GraphRunReport last_report;
   std::shared_ptr<const DerivedPolicy> derived;  // from the last call
   // The entry the last call ran and the derivation it was matched under: while both hold, a call
   // with the same input type runs it without comparing fingerprints again.
-  CompiledNetwork* last_network = nullptr;
-  std::shared_ptr<const DerivedPolicy> last_network_derived;  // held: no address reuse
+  CompiledCell* last_entry = nullptr;
+  std::shared_ptr<const DerivedPolicy> last_entry_derived;  // held: no address reuse
 
   // Drops every compiled form and what points at them.
   void clear() {
     entries.clear();
-    last_network = nullptr;
-    last_network_derived.reset();
+    last_entry = nullptr;
+    last_entry_derived.reset();
   }
 };
 
-// Typed compile options from the policy: the one place GRAPH mode turns decisions into options.
-passes::CompileOptions compile_options_from(const context::Policy& policy, std::string dump_prefix);
-
-// Runs `cell` on x in GRAPH mode. Returns an undefined tensor under precompile_only.
-Tensor run_graph_mode(nn::Cell& cell, const Tensor& x, CompiledCache& cache,
-                      std::optional<context::JitLevel> network_jit_level);
+// Runs `cell` on x as a compiled graph: in GRAPH mode now, on this thread; in PYNATIVE mode (a jit
+// region) as one task of the eager queue, whose error names the failing node and `where`, the
+// jit call site. Returns an undefined tensor under precompile_only.
+Tensor run_compiled_cell(nn::Cell& cell, const Tensor& x, CompiledForms& forms,
+                         std::optional<context::JitLevel> network_jit_level,
+                         std::source_location where = std::source_location::current());
 
 }  // namespace mf::engine

@@ -4,7 +4,6 @@
 #include <source_location>
 #include <unordered_map>
 
-#include "engine/compile_cache/compile_cache.h"
 #include "engine/dispatch.h"
 #include "engine/engine_state.h"
 #include "ir/parser.h"
@@ -55,6 +54,15 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run(
   return run_eager(values);
 }
 
+std::vector<std::string> IrRunner::output_names() const {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < graph_->outputs().size(); ++i) {
+    const std::string& name = graph_->output_name(i);
+    names.push_back(name.empty() ? "output" + std::to_string(i) : name);
+  }
+  return names;
+}
+
 std::vector<std::pair<std::string, Tensor>> IrRunner::run_eager(
     const std::map<std::string, Tensor>& bound) {
   std::vector<Tensor> args;
@@ -62,9 +70,9 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_eager(
     args.push_back(bound.at(graph_->parameter(i)->name()));
   const std::vector<Tensor> results =
       interpret(*graph_, args, 1, current_policy()->max_call_depth.value);
+  const std::vector<std::string> names = output_names();
   std::vector<std::pair<std::string, Tensor>> outputs;
-  for (size_t i = 0; i < results.size(); ++i)
-    outputs.emplace_back("output" + std::to_string(i), results[i]);
+  for (size_t i = 0; i < results.size(); ++i) outputs.emplace_back(names[i], results[i]);
   return outputs;
 }
 
@@ -86,9 +94,21 @@ std::vector<Tensor> IrRunner::interpret(const ir::Graph& graph, const std::vecto
     return *g;
   };
   auto truth = [](const Tensor& t) { return t.to_doubles().at(0) != 0; };
-  for (ir::Node* node : graph.topological_order()) {
+  // As eager frameworks do, a value is dropped once its last reader has run, so its buffer goes
+  // back to the pool for later values (the queued kernels that read it hold it until they ran).
+  // Graph outputs are never dropped.
+  const std::vector<ir::Node*> order = graph.topological_order();
+  std::unordered_map<ir::Value, size_t, ir::ValueHash> readers_left;
+  for (const ir::Node* node : order) {
+    for (const ir::Value& v : node->inputs()) ++readers_left[v];
+  }
+  for (const ir::Value& v : graph.outputs()) ++readers_left[v];  // kept: never reaches 0
+  for (ir::Node* node : order) {
     std::vector<Tensor> in;
     for (const ir::Value& v : node->inputs()) in.push_back(values.at(v));
+    for (const ir::Value& v : node->inputs()) {
+      if (--readers_left[v] == 0) values.erase(v);
+    }
     std::vector<Tensor> outs;
     try {
       if (node->op() == "call" || (node->def() != nullptr && node->def()->has(ir::Trait::kFused))) {
@@ -111,7 +131,9 @@ std::vector<Tensor> IrRunner::interpret(const ir::Graph& graph, const std::vecto
                     graph.name());
       throw;
     }
-    for (size_t k = 0; k < outs.size(); ++k) values[node->output(k)] = outs[k];
+    for (size_t k = 0; k < outs.size(); ++k) {
+      if (readers_left.count(node->output(k)) != 0) values[node->output(k)] = outs[k];
+    }
   }
   std::vector<Tensor> results;
   for (const ir::Value& v : graph.outputs()) results.push_back(values.at(v));
@@ -130,44 +152,23 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
     if (entry->fingerprint == fingerprint) network = entry.get();
   }
   if (network == nullptr) {
-    auto entry = std::make_unique<CompiledNetwork>();
-    entry->fingerprint = fingerprint;
-    entry->jit_level = policy.jit_level.value;
-    const auto start = Clock::now();
-    const passes::CompileOptions options = compile_options_from(policy, graph_->name());
-    // The persistent cache, as for cells; every parameter's type is in the graph's canonical form.
-    std::optional<CacheLookup> cached;
-    if (policy.compile_cache.value) {
-      const ir::TensorType input =
-          graph_->num_parameters() > 0 ? graph_->parameter(0)->type() : ir::TensorType{};
-      cached = lookup_compiled(policy, *graph_, input, fingerprint);
-    }
-    if (cached && cached->compiled) {
-      entry->compiled = std::move(*cached->compiled);
-      report_.cache_hit = true;
-    } else {
-      entry->compiled = passes::compile(graph_->clone(), options);
-      if (cached) {
-        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        cached->note = store_compiled(policy, *cached, entry->compiled, ms);
-      }
-    }
-    if (cached) {
-      report_.cache_key = cached->key.hex;
-      report_.cache_note = cached->note;
-    }
-    entry->executor = policy.jit_level.value == context::JitLevel::kO2
-                          ? runtime::make_sink_executor(entry->compiled.plan)
-                          : runtime::make_kernel_executor(entry->compiled.plan);
-    entry->compile_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    compiled_.push_back(std::move(entry));
+    // Every parameter's type is in the graph's canonical form; the first names the input.
+    const ir::TensorType input =
+        graph_->num_parameters() > 0 ? graph_->parameter(0)->type() : ir::TensorType{};
+    compiled_.push_back(compile(graph_->clone(), input, policy, fingerprint,
+                                driver_options(policy, graph_->name())));
     network = compiled_.back().get();
     report_.compiled = true;
     report_.compile_ms = network->compile_ms;
     report_.dump_files = network->compiled.dump_files;
+    report_.cache_hit = network->cache_hit;
+    report_.cache_key = network->cache_key;
+    report_.cache_note = network->cache_note;
   }
   report_.planned_peak_bytes = network->compiled.plan->planned_peak_bytes;
   report_.executor = std::string(network->executor->name());
+  report_.jit_level = std::string(context::to_string(policy.jit_level.value));
+  report_.fusion_level = policy.fusion_level.value;
   if (policy.precompile_only.value) return {};
 
   std::vector<runtime::TensorArg> inputs;
@@ -177,21 +178,18 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
     t.sync();
     inputs.push_back({t.type(), t.impl()->buffer});
   }
-  runtime::RunOptions options;
-  options.intra_op_threads = policy.intra_op_threads.value;
-  options.inter_op_parallelism = policy.inter_op_parallelism.value;
-  options.deterministic = policy.deterministic.value;
-  options.max_call_depth = policy.max_call_depth.value;
   const auto start = Clock::now();
-  std::vector<runtime::TensorArg> results = network->executor->run(inputs, options);
+  std::vector<runtime::TensorArg> results =
+      engine::run(*network, inputs, policy, snapshot, "@" + graph_->name());
   report_.run_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   report_.ran = true;
+  const std::vector<std::string> names = output_names();
   std::vector<std::pair<std::string, Tensor>> outputs;
   for (size_t i = 0; i < results.size(); ++i) {
     auto impl = std::make_shared<TensorImpl>();
     impl->type = results[i].type;
     impl->buffer = std::move(results[i].buffer);
-    outputs.emplace_back("output" + std::to_string(i), Tensor(impl));
+    outputs.emplace_back(names.at(i), Tensor(impl));
   }
   return outputs;
 }

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/driver.h"
 #include "engine/graph_mode.h"
 #include "engine/tensor.h"
 #include "ir/graph.h"
@@ -22,7 +23,8 @@ class IrRunner {
   IrRunner(IrRunner&&) noexcept;
   static IrRunner from_file(const std::string& path);
 
-  // Outputs named "output0", "output1", ... in the graph's output order.
+  // Outputs in the graph's output order, each under the name the graph gives it (an ONNX model's
+  // output name, `Return(%3 as "logits")`), else "output<i>".
   std::vector<std::pair<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs,
                                                   uint64_t seed);
   // Parameters filled from the seed in the last run().
@@ -43,6 +45,8 @@ class IrRunner {
 
   std::unique_ptr<ir::Graph> graph_;
   std::vector<std::string> generated_;
+  std::vector<std::string> output_names() const;
+
   std::vector<std::unique_ptr<CompiledNetwork>> compiled_;  // per compile fingerprint
   GraphRunReport report_;
 };

@@ -1,6 +1,8 @@
 #pragma once
-// mf::jit(fn): a function of one tensor, compiled like a cell. In GRAPH mode the first call traces
-// and compiles it (per input signature and settings); in PYNATIVE mode it runs op by op.
+// mf::jit(fn): a function of one tensor, compiled like a cell, in both modes (MindSpore 2.x's
+// `@jit`). The first call traces and compiles it (per input signature and settings) with the
+// context's compile settings or its own JitConfig; in PYNATIVE mode its compiled run is queued
+// like one op, and the eager code around it stays op by op.
 
 #include <functional>
 #include <string>

@@ -288,11 +288,12 @@ std::vector<Tensor> Tracer::trace_while(
   return outputs;
 }
 
-std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
-                                            const Tensor& x) {
+std::vector<Tensor> bound_tensors(nn::Cell& cell, const std::vector<Binding>& bindings,
+                                  const Tensor& x) {
   std::vector<std::pair<std::string, Tensor>> weights;  // fetched once, only if a weight is bound
   bool have_weights = false;
-  std::vector<runtime::TensorArg> inputs;
+  std::vector<Tensor> out;
+  out.reserve(bindings.size());
   for (const Binding& binding : bindings) {
     Tensor t;
     switch (binding.kind) {
@@ -311,6 +312,15 @@ std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Bi
                  "' that its trace binds");
         break;
     }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
+                                            const Tensor& x) {
+  std::vector<runtime::TensorArg> inputs;
+  for (const Tensor& t : bound_tensors(cell, bindings, x)) {
     t.sync();  // PYNATIVE work that produces an input must finish first
     inputs.push_back({t.type(), t.impl()->buffer});
   }

@@ -106,7 +106,9 @@ void Graph::copy_into(Graph& target) const {
   }
   for (const Node& node : nodes_) target.move_node(mapped.at(&node), nullptr);
   target.next_node_id_ = next_node_id_;
-  for (const Value& v : outputs_) target.add_output(map_value(v));
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    target.add_output(map_value(outputs_[i]), output_names_[i]);
+  }
   for (const auto& sub : subgraphs_) sub->copy_into(*target.add_subgraph(sub->name_));
 }
 
@@ -313,10 +315,21 @@ void Graph::move_node(Node* node, Node* before) {
   nodes_.splice(to, nodes_, node->position_);  // splice keeps iterators, so position_ stays valid
 }
 
-void Graph::add_output(Value value) {
+void Graph::add_output(Value value, std::string name) {
   check_value(value, "graph output");
+  MF_CHECK(name.empty() || is_valid_ir_name(name), InvalidArgument, "output name '", name,
+           "' is not valid: use letters, digits, '_' and '.'");
   outputs_.push_back(value);
+  output_names_.push_back(std::move(name));
   add_use(value, Use{nullptr, outputs_.size() - 1});
+}
+
+void Graph::set_output_name(size_t i, std::string name) {
+  MF_CHECK(i < outputs_.size(), InvalidArgument, "graph @", name_, " has ", outputs_.size(),
+           " outputs; cannot name output ", i);
+  MF_CHECK(name.empty() || is_valid_ir_name(name), InvalidArgument, "output name '", name,
+           "' is not valid: use letters, digits, '_' and '.'");
+  output_names_[i] = std::move(name);
 }
 
 void Graph::set_output(size_t i, Value value) {

@@ -226,8 +226,13 @@ class Graph {
   void move_node(Node* node, Node* before);
 
   std::span<const Value> outputs() const { return outputs_; }
-  void add_output(Value value);
+  // `name` (optional, a valid IR name) is what the network calls the output: an ONNX model's
+  // output name, `Return(%3 as logits)` in IR text. Runners write outputs under it.
+  void add_output(Value value, std::string name = {});
   void set_output(size_t i, Value value);
+  // "" when output i has no name.
+  const std::string& output_name(size_t i) const { return output_names_.at(i); }
+  void set_output_name(size_t i, std::string name);
 
   const UseList& uses(Value value) const;
 
@@ -261,6 +266,7 @@ class Graph {
   std::vector<std::unique_ptr<Constant>> constants_;
   std::list<Node> nodes_;
   std::vector<Value> outputs_;
+  std::vector<std::string> output_names_;  // parallel to outputs_
   std::vector<std::unique_ptr<Graph>> subgraphs_;
   int64_t next_node_id_ = 0;
 };

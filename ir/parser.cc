@@ -789,8 +789,15 @@ class Parser {
         next();
         expect(Tok::kLParen, "'(' after Return");
         if (!accept(Tok::kRParen)) {
-          do graph.add_output(resolve(expect(Tok::kValueRef, "an output such as '%3'")));
-          while (accept(Tok::kComma));
+          do {
+            const Value output = resolve(expect(Tok::kValueRef, "an output such as '%3'"));
+            std::string name;
+            if (peek().kind == Tok::kIdent && peek().text == "as") {
+              next();
+              name = decode_string(expect(Tok::kString, "a quoted output name after 'as'"));
+            }
+            graph.add_output(output, std::move(name));
+          } while (accept(Tok::kComma));
           expect(Tok::kRParen, "',' or ')'");
         }
         expect(Tok::kRBrace, "'}' after Return");

@@ -359,6 +359,10 @@ void print_block(Writer& w, const Graph& graph, std::string_view path,
   for (size_t i = 0; i < graph.outputs().size(); ++i) {
     if (i > 0) w.put(", ");
     namer.put(w, graph.outputs()[i]);
+    if (!graph.output_name(i).empty()) {
+      w.put(" as ");
+      put_quoted(w, graph.output_name(i));
+    }
   }
   w.put(")\n}\n");
 }

@@ -67,7 +67,6 @@ constexpr PassEntry kGraphPipeline[] = {
   {"algebraic-simplification",         plain<make_algebraic_simplification>,        JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
   {"dead-code-elimination",            plain<make_dead_code_elimination>,           JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
   {"select-kernels",                   plain<make_select_kernels>,                  JitLevel::kO0, 0, Group::kNone,           Phase::kBackend},
-  {"sink-execution",                   nullptr,                                     JitLevel::kO2, 0, Group::kNone,           Phase::kBackend},  // SinkExecutor runs the plan
   {"plan-memory",                      nullptr,                                     JitLevel::kO0, 0, Group::kNone,           Phase::kBackend},  // compile() calls plan_memory
 };
 // clang-format on

@@ -1,12 +1,14 @@
 // `mf passes` prints the pass pipeline that applies (the table of passes/pipelines.cc under the
 // context's or the given levels); `mf ir check FILE` parses and verifies an .ir file.
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
 
+#include "context/context.h"
 #include "context/policy.h"
-#include "engine/engine_state.h"
+#include "engine/driver.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
 #include "passes/compiler.h"
@@ -22,32 +24,73 @@ struct PassesOptions {
   std::vector<std::string> disable_passes;
 };
 
-// The levels the context decides, overridden by the command's flags.
-passes::CompileOptions options_from(const PassesOptions& flags) {
-  const auto policy = engine::current_policy();
-  passes::CompileOptions options;
-  options.jit_level = static_cast<passes::JitLevel>(policy->jit_level.value);
-  if (!flags.jit.empty()) {
-    options.jit_level = static_cast<passes::JitLevel>(context::parse_jit_level(flags.jit));
+// graph_kernel_flags with --name=value in place of any --name=... it had; `merge` keeps the old
+// list's items first (for the pass lists).
+std::string with_flag(const std::string& flags, const std::string& name, std::string value,
+                      bool merge) {
+  const std::string prefix = "--" + name + "=";
+  std::string out, old;
+  size_t pos = 0;
+  while (pos < flags.size()) {
+    const size_t start = flags.find_first_not_of(" \t", pos);
+    if (start == std::string::npos) break;
+    const size_t end = std::min(flags.find_first_of(" \t", start), flags.size());
+    const std::string token = flags.substr(start, end - start);
+    if (token.starts_with(prefix)) {
+      old = token.substr(prefix.size());
+    } else {
+      out += (out.empty() ? "" : " ") + token;
+    }
+    pos = end;
   }
-  options.fusion_level = flags.fusion.value_or(policy->fusion_level.value);
-  options.enable_passes = policy->fusion_flags.enable_pass;
-  options.disable_passes = policy->fusion_flags.disable_pass;
-  options.enable_passes.insert(options.enable_passes.end(), flags.enable_passes.begin(),
-                               flags.enable_passes.end());
-  options.disable_passes.insert(options.disable_passes.end(), flags.disable_passes.begin(),
-                                flags.disable_passes.end());
-  options.memory_level = policy->memory_optimize_level.value == context::MemoryOptimizeLevel::kO1
-                             ? passes::MemoryLevel::kO1
-                             : passes::MemoryLevel::kO0;
-  return options;
+  if (merge && !old.empty()) value = old + "," + value;
+  return out + (out.empty() ? "" : " ") + prefix + value;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+// The command's flags are context settings (--jit is jit_config.jit_level, --fusion is
+// graph_kernel_flags' --opt_level, --enable-pass/--disable-pass its pass lists), so the pipeline
+// printed is the one the driver builds from the same Policy: `mf passes` cannot drift from what
+// compiles.
+void apply_flags(const PassesOptions& flags) {
+  context::Json settings = context::Json::object();
+  if (!flags.jit.empty()) {
+    context::Json jit_config = context::get("jit_config");
+    jit_config["jit_level"] = flags.jit;
+    settings["jit_config"] = jit_config;
+  }
+  std::string kernel_flags = context::get("graph_kernel_flags").get<std::string>();
+  if (flags.fusion) {
+    kernel_flags = with_flag(kernel_flags, "opt_level", std::to_string(*flags.fusion), false);
+  }
+  if (!flags.enable_passes.empty()) {
+    kernel_flags = with_flag(kernel_flags, "enable_pass", joined(flags.enable_passes), true);
+  }
+  if (!flags.disable_passes.empty()) {
+    kernel_flags = with_flag(kernel_flags, "disable_pass", joined(flags.disable_passes), true);
+  }
+  settings["graph_kernel_flags"] = kernel_flags;
+  context::set(settings);
 }
 
 void print_pipeline(const PassesOptions& flags) {
-  const passes::CompileOptions options = options_from(flags);
+  apply_flags(flags);
+  // The policy of a compiled graph: GRAPH mode's, or a jit-compiled part's in PYNATIVE mode.
+  const context::Policy policy =
+      context::derive_policy(context::snapshot(), context::DeriveOptions{.jit_region = true});
+  const passes::CompileOptions options = engine::driver_options(policy, "passes").compile;
   const auto rows = passes::describe_pipeline(options);
-  std::printf("pipeline: jit_level %s, fusion opt_level %d\n",
-              std::string(passes::to_string(options.jit_level)).c_str(), options.fusion_level);
+  std::printf("pipeline: jit_level %s, fusion opt_level %d, executor %s%s\n",
+              std::string(passes::to_string(options.jit_level)).c_str(), options.fusion_level,
+              std::string(context::to_string(policy.executor.value)).c_str(),
+              policy.mode.value == context::ExecutionMode::kPynative
+                  ? " (PYNATIVE_MODE: for jit-compiled cells and functions)"
+                  : "");
   std::printf("%-4s %-34s %-20s %s\n", "#", "pass", "from", "group");
   int i = 0;
   for (const auto& row : rows) {

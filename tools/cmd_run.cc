@@ -26,7 +26,42 @@ struct RunOptions {
   uint64_t seed = 0;
   int iters = 1;
   std::string output_dir;
+  std::vector<std::string> jit_cells;  // --jit: child cells compiled inside PYNATIVE mode
 };
+
+// Marks the named child cells of a sample network for jit; an unknown name lists the cells.
+std::vector<std::pair<std::string, nn::Cell*>> mark_jit_cells(nn::Cell& net,
+                                                              const std::vector<std::string>& names,
+                                                              const std::string& net_name) {
+  std::vector<std::pair<std::string, nn::Cell*>> marked;
+  for (const std::string& name : names) {
+    nn::Cell* cell = net.find_child(name);
+    if (cell == nullptr) {
+      std::string known;
+      for (const auto& [path, child] : net.named_descendants()) {
+        known += (known.empty() ? "" : ", ") + path + " (" + child->class_name() + ")";
+      }
+      MF_FAIL(InvalidArgument, "--jit: network '", net_name, "' has no cell '", name,
+              "'; its cells are: ", known.empty() ? "(none)" : known);
+    }
+    cell->set_jit(true);
+    marked.emplace_back(name, cell);
+  }
+  return marked;
+}
+
+void print_graph_report(const std::string& label, const engine::GraphRunReport& report) {
+  std::printf(
+      "%s: compiled in %.3g ms (trace %.3g ms), jit_level %s, fusion %d, %s, planned peak %s\n",
+      label.c_str(), report.compile_ms, report.trace_ms, report.jit_level.c_str(),
+      report.fusion_level, report.executor.c_str(),
+      runtime::format_bytes(report.planned_peak_bytes).c_str());
+  if (!report.cache_key.empty()) {
+    std::printf("compile cache: %s %s (%s)\n", report.cache_hit ? "hit" : "miss",
+                report.cache_key.c_str(), report.cache_note.c_str());
+  }
+  for (const auto& file : report.dump_files) std::printf("dumped %s\n", file.string().c_str());
+}
 
 std::map<std::string, Tensor> load_inputs(const std::vector<std::string>& items) {
   std::map<std::string, Tensor> loaded;
@@ -57,12 +92,20 @@ void run(const RunOptions& options) {
   std::unique_ptr<nn::Cell> net;
   std::unique_ptr<engine::IrRunner> runner;
   std::map<std::string, Tensor> inputs = load_inputs(options.inputs);
+  MF_CHECK(options.jit_cells.empty() || (!is_ir && !is_onnx), InvalidArgument,
+           "--jit names cells of a sample network; an .ir or .onnx file has none (run it with "
+           "--mode graph to compile it whole)");
+  std::vector<std::pair<std::string, nn::Cell*>> jit_cells;
   if (is_ir) {
     runner = std::make_unique<engine::IrRunner>(engine::IrRunner::from_file(options.target));
     step = [&] { return runner->run(inputs, options.seed); };
   } else if (is_onnx) {
     // The exporter's weights are fed like inputs; --input names may be ONNX or IR names.
     onnx::ImportedModel model = onnx::import_onnx_model(options.target);
+    // Outputs are written under the model's own names (output.npy for an output named "output").
+    for (size_t i = 0; i < model.onnx_outputs.size() && i < model.graph->outputs().size(); ++i) {
+      model.graph->set_output_name(i, onnx::sanitize_name(model.onnx_outputs[i]));
+    }
     std::map<std::string, Tensor> fed = std::move(model.weights);
     for (auto& [name, tensor] : inputs) fed[onnx::sanitize_name(name)] = tensor;
     inputs = std::move(fed);
@@ -75,6 +118,7 @@ void run(const RunOptions& options) {
                "' has one input named '", spec.input_name, "', not '", name, "'");
     }
     net = spec.make(options.seed);
+    jit_cells = mark_jit_cells(*net, options.jit_cells, spec.name);
     if (!inputs.count(spec.input_name)) inputs[spec.input_name] = spec.make_input(options.seed);
     step = [&] {
       return std::vector<std::pair<std::string, Tensor>>{
@@ -101,16 +145,18 @@ void run(const RunOptions& options) {
     millis.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
+    if (!graph_mode && i == 0) {
+      for (const auto& [name, cell] : jit_cells) {
+        print_graph_report("jit " + name, cell->graph_report());
+      }
+      if (!jit_cells.empty() && policy->precompile_only.value) {
+        std::printf("precompile_only: jit-compiled cells compiled, not run\n");
+        return;
+      }
+    }
     if (graph_mode && i == 0) {
       const engine::GraphRunReport& report = graph_report();
-      std::printf("graph: compiled in %.3g ms (trace %.3g ms), %s, planned peak %s\n",
-                  report.compile_ms, report.trace_ms, report.executor.c_str(),
-                  runtime::format_bytes(report.planned_peak_bytes).c_str());
-      if (!report.cache_key.empty()) {
-        std::printf("compile cache: %s %s (%s)\n", report.cache_hit ? "hit" : "miss",
-                    report.cache_key.c_str(), report.cache_note.c_str());
-      }
-      for (const auto& file : report.dump_files) std::printf("dumped %s\n", file.string().c_str());
+      print_graph_report("graph", report);
       if (!report.ran) {
         std::printf("precompile_only: compiled, not run\n");
         return;
@@ -151,7 +197,14 @@ void add_run_command(CLI::App& app, GlobalOptions& global) {
                   "Feed an input from a .npy file: NAME=FILE.npy (repeatable)");
   cmd->add_option("--seed", options->seed, "Seed of the weights and generated inputs (default 0)");
   cmd->add_option("--iters", options->iters, "Iterations to time (default 1)");
-  cmd->add_option("--output-dir", options->output_dir, "Write each output as <name>.npy here");
+  cmd->add_option("--output-dir", options->output_dir,
+                  "Write each output as <name>.npy here (the name the network gives it, else "
+                  "output<i>)");
+  cmd->add_option("--jit", options->jit_cells,
+                  "In PYNATIVE mode, compile these child cells of a sample network as graphs "
+                  "(names as in their scopes: 'encoder' or 'encoder-TransformerEncoderLayer', or a "
+                  "full scope path; comma-separated or repeated). The rest runs op by op")
+      ->delimiter(',');
   add_global_options(*cmd, global);
   cmd->callback([options, &global] {
     apply_global_options(global);

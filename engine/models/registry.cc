@@ -20,7 +20,7 @@ const NetSpec& find_net(std::string_view name) {
     names += (names.empty() ? "" : ", ") + net.name;
   }
   MF_FAIL(NotFound, "no sample network named '", name, "'; the built-in networks are: ", names,
-          " (or give a .ir file)");
+          " (or give a .ir or .onnx file)");
 }
 
 }  // namespace mf::models

@@ -8,16 +8,19 @@
 namespace mf::nn {
 
 Cell::Cell(std::string class_name)
-    : class_name_(std::move(class_name)), compiled_(std::make_unique<engine::CompiledCache>()) {}
+    : class_name_(std::move(class_name)), compiled_(std::make_unique<engine::CompiledForms>()) {}
 
 Cell::~Cell() = default;
 
-Tensor Cell::operator()(const Tensor& x) {
+Tensor Cell::operator()(const Tensor& x, std::source_location where) {
   if (engine::Tracer* tracer = engine::Tracer::active()) return tracer->call_cell(*this, x);
   const auto policy = engine::current_policy();
-  if (policy->mode.value == context::ExecutionMode::kGraph) {
+  const bool op_by_op = engine::op_by_op_forced();
+  const bool graph = policy->mode.value == context::ExecutionMode::kGraph;
+  if (!op_by_op && (graph || jit_)) {
+    if (!x.defined() && policy->precompile_only.value) return Tensor();  // nothing ran upstream
     MF_CHECK(x.defined(), InvalidArgument, class_name_, ": the input tensor is undefined");
-    return engine::run_graph_mode(*this, x, *compiled_, jit_level_);
+    return engine::run_compiled_cell(*this, x, *compiled_, jit_level_, where);
   }
   engine::ScopeGuard scope(instance_name_, class_name_, policy->reserve_class_name_in_scope.value);
   return forward(x);
@@ -29,6 +32,53 @@ void Cell::set_jit_config(const JitConfig& config) {
   } else {
     jit_level_ = context::parse_jit_level(config.jit_level);
   }
+  jit_ = true;
+}
+
+std::vector<std::pair<std::string, Cell*>> Cell::named_descendants() const {
+  std::vector<std::pair<std::string, Cell*>> out;
+  for (const auto& [name, child] : children_) {
+    out.emplace_back(name, child.get());
+    for (auto& [path, cell] : child->named_descendants()) {
+      out.emplace_back(name + "." + path, cell);
+    }
+  }
+  return out;
+}
+
+Cell* Cell::find_child(std::string_view path) {
+  // Segments split at '.' or '/'; a leading "Default" and this cell's own segment are optional.
+  std::vector<std::string> segments;
+  std::string current;
+  for (char c : path) {
+    if (c == '.' || c == '/') {
+      if (!current.empty()) segments.push_back(std::move(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!current.empty()) segments.push_back(std::move(current));
+  size_t first = 0;
+  if (first < segments.size() && segments[first] == "Default") ++first;
+  const auto matches = [](const Cell& cell, const std::string& segment) {
+    return segment == cell.instance_name_ ||
+           segment == cell.instance_name_ + "-" + cell.class_name_;
+  };
+  if (first < segments.size() && segments.size() - first > 1 && matches(*this, segments[first])) {
+    ++first;
+  }
+  if (first == segments.size()) return nullptr;
+  Cell* cell = this;
+  for (size_t i = first; i < segments.size(); ++i) {
+    Cell* next = nullptr;
+    for (const auto& [name, child] : cell->children_) {
+      if (matches(*child, segments[i])) next = child.get();
+    }
+    if (next == nullptr) return nullptr;
+    cell = next;
+  }
+  return cell;
 }
 
 const engine::GraphRunReport& Cell::graph_report() const {

@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,7 +15,7 @@
 #include "engine/tensor.h"
 
 namespace mf::engine {
-class CompiledCache;
+class CompiledForms;
 struct GraphRunReport;
 }  // namespace mf::engine
 
@@ -34,8 +35,10 @@ class Cell {
   Cell& operator=(const Cell&) = delete;
 
   // Runs forward() inside this cell's scope: op by op in PYNATIVE mode; in GRAPH mode the top-level
-  // call traces, compiles (once per input signature and settings) and runs the compiled graph.
-  Tensor operator()(const Tensor& x);
+  // call traces, compiles (once per input signature and settings) and runs the compiled graph. A
+  // cell marked for jit (set_jit, set_jit_config) is compiled in PYNATIVE mode too, and its run
+  // is queued like one op; `where` is the call site its errors name.
+  Tensor operator()(const Tensor& x, std::source_location where = std::source_location::current());
   virtual Tensor forward(const Tensor& x) = 0;
 
   const std::string& class_name() const { return class_name_; }
@@ -49,9 +52,21 @@ class Cell {
   // Replaces a parameter's value (same shape and dtype), e.g. with trained weights.
   void set_parameter(const std::string& dotted_name, const Tensor& value);
 
-  // Throws InvalidArgument for a level other than O0, O1, O2 or empty.
+  // The cell's own compile settings; they also mark it for jit (MindSpore's
+  // `@jit(jit_config=...)` on construct). Throws InvalidArgument for a level other than O0, O1, O2
+  // or empty (empty: the context's jit_config decides the level).
   void set_jit_config(const JitConfig& config);
   std::optional<context::JitLevel> jit_level() const { return jit_level_; }
+  // Marked for jit: compiled as a graph when called in PYNATIVE mode (in GRAPH mode every call
+  // already is). Unmarking keeps the JitConfig level for GRAPH mode.
+  void set_jit(bool jit) { jit_ = jit; }
+  bool jit() const { return jit_; }
+  // The child cell at `path`: an instance name ("encoder"), the scope segment
+  // ("encoder-TransformerEncoderLayer") or a dotted/slashed path of either ("encoder.attn",
+  // "Default/net-Transformer/encoder-TransformerEncoderLayer"). Null when none matches.
+  Cell* find_child(std::string_view path);
+  // Every descendant as (dotted path, cell), depth first: what find_child accepts.
+  std::vector<std::pair<std::string, Cell*>> named_descendants() const;
   // What the last GRAPH-mode call did (compiled or reused, times, executor, dumps).
   const engine::GraphRunReport& graph_report() const;
   // Drops compiled forms (the next GRAPH-mode call compiles again).
@@ -75,7 +90,8 @@ class Cell {
   std::string class_name_;
   std::string instance_name_ = "net";
   std::optional<context::JitLevel> jit_level_;
-  std::unique_ptr<engine::CompiledCache> compiled_;
+  bool jit_ = false;
+  std::unique_ptr<engine::CompiledForms> compiled_;
   std::deque<std::pair<std::string, Tensor>> parameters_;  // deque: references stay valid
   std::vector<std::pair<std::string, std::unique_ptr<Cell>>> children_;
 };

@@ -72,22 +72,34 @@ TEST_F(ContextTest, NetworkJitConfigBeatsTheGlobalOne) {
   EXPECT_EQ(derive_policy(snapshot(), JitLevel::kO0).jit_level.value, JitLevel::kO0);
 }
 
-TEST_F(ContextTest, PynativeFallsBackFromO2) {
+// In PYNATIVE_MODE the compile settings apply to jit-compiled cells and functions, and explain
+// says so instead of reporting them active for the op-by-op code.
+TEST_F(ContextTest, InPynativeCompileSettingsApplyToJitCompiledPartsOnly) {
   const Policy p = policy_with({{"mode", 1}, {"jit_config.jit_level", "O2"}});
-  EXPECT_EQ(p.jit_level.value, JitLevel::kO0);
-  EXPECT_THAT(
-      p.jit_level.reason,
-      HasSubstr("but PYNATIVE_MODE runs op by op and cannot sink a whole graph, so it falls "
-                "back to O0"));
-  EXPECT_EQ(policy_with({{"jit_config.jit_level", "O1"}}).jit_level.value, JitLevel::kO1);
+  EXPECT_EQ(p.jit_level.value, JitLevel::kO2);
+  EXPECT_EQ(p.executor.value, Executor::kSink);
+  for (const std::string* reason :
+       {&p.jit_level.reason, &p.executor.reason, &p.fusion_level.reason, &p.dump_level.reason,
+        &p.compile_cache.reason, &p.precompile_only.reason}) {
+    EXPECT_THAT(*reason, HasSubstr("PYNATIVE_MODE: applies to jit-compiled cells and functions "
+                                   "only; the rest runs op by op"));
+  }
+  context::set({{"mode", 1}, {"jit_config", {{"jit_level", "O1"}}}});
+  const Policy region = derive_policy(snapshot(), DeriveOptions{.jit_region = true});
+  EXPECT_THAT(region.jit_level.reason,
+              HasSubstr("for this jit-compiled part of a PYNATIVE_MODE run"));
+  const Policy graph = policy_with({{"mode", 0}, {"jit_config.jit_level", "O1"}});
+  EXPECT_EQ(graph.jit_level.reason, "jit_config.jit_level='O1'");
+  EXPECT_EQ(graph.executor.value, Executor::kKernelByKernel);
+  EXPECT_THAT(graph.executor.reason, HasSubstr("KernelExecutor"));
 }
 
 TEST_F(ContextTest, FusionFlagsOverrideEnableGraphKernel) {
   const Policy p = policy_with({{"graph_kernel_flags", "--opt_level=2"}});
   EXPECT_EQ(p.fusion_level.value, 2);
-  EXPECT_EQ(p.fusion_level.reason,
-            "fusion opt_level=2 because graph_kernel_flags='--opt_level=2' overrides "
-            "enable_graph_kernel=false and jit_level=O0");
+  EXPECT_THAT(p.fusion_level.reason,
+              ::testing::StartsWith("fusion opt_level=2 because graph_kernel_flags='--opt_level=2' "
+                                    "overrides enable_graph_kernel=false and jit_level=O0"));
   const Policy off =
       policy_with({{"enable_graph_kernel", true}, {"graph_kernel_flags", "--opt_level=0"}});
   EXPECT_EQ(off.fusion_level.value, 0);
@@ -226,8 +238,9 @@ TEST_F(ContextTest, SimpleSwitches) {
   EXPECT_EQ(p.debug_level.value, DebugLevel::kDebug);
   EXPECT_EQ(p.jit_syntax_level.value, JitSyntaxLevel::kStrict);
   EXPECT_TRUE(p.precompile_only.value);
-  EXPECT_EQ(p.precompile_only.reason,
-            "precompile_only=true: networks are compiled (and dumped) but not run");
+  EXPECT_THAT(p.precompile_only.reason,
+              ::testing::StartsWith(
+                  "precompile_only=true: networks are compiled (and dumped) but not run"));
   EXPECT_TRUE(p.pynative_synchronize.value);
   EXPECT_THAT(p.pynative_synchronize.reason, HasSubstr("errors name the call site"));
   EXPECT_FALSE(p.reserve_class_name_in_scope.value);

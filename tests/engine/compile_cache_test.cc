@@ -186,8 +186,8 @@ TEST_F(CompileCacheTest, GraphDigestIsTheDigestOfTheCanonicalForm) {
     EXPECT_NE(digest->second.find(std::to_string(text.size()) + " canonical bytes"),
               std::string::npos)
         << digest->second;
-    const passes::CompiledGraph compiled =
-        passes::compile(std::move(t.trace.graph), engine::compile_options_from(t.policy, "test"));
+    const passes::CompiledGraph compiled = engine::compile_graph(
+        std::move(t.trace.graph), engine::driver_options(t.policy, "test").compile);
     EXPECT_EQ(ir::canonical_digest(*compiled.graph),
               ir::digest_of(ir::canonical_form(*compiled.graph)));
   }
@@ -202,8 +202,8 @@ TEST_F(CompileCacheTest, AHitNamesTheLiveTracesSourceLocationsNotTheStoredOnes) 
     fs::remove_all(root_);
     use_cache({{"jit_config", {{"jit_level", jit}}}, {"graph_kernel_flags", "--opt_level=3"}});
     Traced t = trace("transformer");
-    const passes::CompiledGraph compiled =
-        passes::compile(t.trace.graph->clone(), engine::compile_options_from(t.policy, "test"));
+    const passes::CompiledGraph compiled = engine::compile_graph(
+        t.trace.graph->clone(), engine::driver_options(t.policy, "test").compile);
     const std::vector<std::string> stored_locations = engine::traced_locations(*compiled.graph);
     const CompileCache cache(dir());
     ASSERT_TRUE(cache.store(t.key, compiled, 1.0));
@@ -246,8 +246,8 @@ TEST_F(CompileCacheTest, AHitNamesTheLiveTracesSourceLocationsNotTheStoredOnes) 
 TEST_F(CompileCacheTest, AStoredPlanThatIsUnsafeForItsGraphIsRefused) {
   use_cache({{"jit_config", {{"jit_level", "O1"}}}, {"memory_optimize_level", "O1"}});
   Traced t = trace("transformer");
-  const passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
-  passes::CompiledGraph compiled = passes::compile(t.trace.graph->clone(), options);
+  const passes::CompileOptions options = engine::driver_options(t.policy, "test").compile;
+  passes::CompiledGraph compiled = engine::compile_graph(t.trace.graph->clone(), options);
   const CompileCache cache(dir());
   ASSERT_TRUE(cache.store(t.key, compiled, 1.0));
   ASSERT_TRUE(cache.load(t.key, *t.trace.graph).has_value());
@@ -307,8 +307,8 @@ TEST_F(CompileCacheTest, ARecursiveSubgraphIsStoredOnceAndRunsAfterAHit) {
   Traced t = trace("mlp");  // for a policy and fingerprint; the key is made for `g` below
   const CacheKey key =
       engine::make_cache_key(*g, ir::TensorType{ir::DType::kFloat32, {}}, t.fingerprint);
-  const passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
-  const passes::CompiledGraph compiled = passes::compile(g->clone(), options);
+  const passes::CompileOptions options = engine::driver_options(t.policy, "test").compile;
+  const passes::CompiledGraph compiled = engine::compile_graph(g->clone(), options);
   const CompileCache cache(dir());
   ASSERT_TRUE(cache.store(key, compiled, 1.0));
   std::string problem;
@@ -332,7 +332,7 @@ TEST_F(CompileCacheTest, AStoredPlanThatDoesNotFitItsGraphIsRefused) {
   const CacheKey key =
       engine::make_cache_key(*g, ir::TensorType{ir::DType::kFloat32, {}}, t.fingerprint);
   passes::CompiledGraph compiled =
-      passes::compile(g->clone(), engine::compile_options_from(t.policy, "test"));
+      engine::compile_graph(g->clone(), engine::driver_options(t.policy, "test").compile);
   const std::shared_ptr<const runtime::Plan> good = compiled.plan;
   const CompileCache cache(dir());
   auto refusal = [&](std::shared_ptr<const runtime::Plan> plan) {
@@ -389,8 +389,8 @@ TEST_F(CompileCacheTest, AStoredPlanThatDoesNotFitItsGraphIsRefused) {
 TEST_F(CompileCacheTest, TheHitNoteStatesTheStoredCompileTime) {
   use_cache();
   Traced t = trace("mlp");
-  const passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
-  const passes::CompiledGraph compiled = passes::compile(t.trace.graph->clone(), options);
+  const passes::CompileOptions options = engine::driver_options(t.policy, "test").compile;
+  const passes::CompiledGraph compiled = engine::compile_graph(t.trace.graph->clone(), options);
   for (double ms :
        {0.0,  0.0004567, 0.001, 0.0012345, 0.0999, 0.1,   0.5,   0.98765, 1.0,    3.456,  9.996,
         12.0, 12.34,     99.94, 99.96,     100.0,  123.4, 999.4, 999.6,   1234.5, 65432.1}) {
@@ -432,7 +432,7 @@ TEST_F(CompileCacheTest, EveryFingerprintComponentFlipsAHitIntoAMiss) {
   run("mlp");
   const Traced t = trace("mlp");
   const CompileCache cache(dir());
-  const passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
+  const passes::CompileOptions options = engine::driver_options(t.policy, "test").compile;
   ASSERT_TRUE(cache.load(t.key, *t.trace.graph).has_value());
   ASSERT_TRUE(cache.explain(t.key).hit);
   ASSERT_FALSE(t.fingerprint.components.empty());
@@ -624,7 +624,7 @@ TEST_F(CompileCacheTest, EveryTruncationAndByteFlipIsRefusedOrEquivalent) {
     std::ifstream in(entry, std::ios::binary);
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
-  const passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
+  const passes::CompileOptions options = engine::driver_options(t.policy, "test").compile;
   const CompileCache cache(dir());
   auto write = [&](const std::string& b) {
     std::ofstream out(entry, std::ios::binary | std::ios::trunc);
@@ -655,7 +655,7 @@ TEST_F(CompileCacheTest, EntriesVanishingUnderReadersAreMisses) {
   use_cache();
   run("mlp");
   const Traced t = trace("mlp");
-  const passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
+  const passes::CompileOptions options = engine::driver_options(t.policy, "test").compile;
   const fs::path entry = dir() / (t.key.hex + ".mfcc");
   std::string bytes;
   {
@@ -806,7 +806,7 @@ TEST_F(CompileCacheTest, ClearListAndConcurrentWritersOfOneKey) {
   // Threads storing the same key at once: every store succeeds, one good entry remains.
   run("mlp");
   const Traced t = trace("mlp");
-  const passes::CompileOptions options = engine::compile_options_from(t.policy, "test");
+  const passes::CompileOptions options = engine::driver_options(t.policy, "test").compile;
   auto loaded = cache.load(t.key, *t.trace.graph);
   ASSERT_TRUE(loaded.has_value());
   std::atomic<int> stored{0};

@@ -41,7 +41,7 @@ TEST(PassesCliTest, PrintsThePipelinePerLevel) {
   EXPECT_NE(o2.out.find("constant-folding                   jit_level O1         simplify"),
             std::string::npos)
       << o2.out;
-  EXPECT_NE(o2.out.find("sink-execution"), std::string::npos) << o2.out;
+  EXPECT_NE(o2.out.find("executor SinkExecutor"), std::string::npos) << o2.out;
   EXPECT_NE(o2.out.find("plan-memory"), std::string::npos) << o2.out;
 }
 

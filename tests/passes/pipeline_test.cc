@@ -159,10 +159,9 @@ TEST(PipelineTest, DescribePerLevel) {
                            }));
   CompileOptions o2 = o1;
   o2.jit_level = JitLevel::kO2;
-  auto rows = rows_text(o2);
-  ASSERT_EQ(rows.size(), 10u);
-  EXPECT_EQ(rows[8], "sink-execution | jit_level O2 | ");
-  EXPECT_EQ(rows.back(), "plan-memory | jit_level O0 | ");
+  // O2 compiles the same passes as O1; what it changes is the executor (a Policy decision the
+  // driver carries out), not the pipeline.
+  EXPECT_EQ(rows_text(o2), rows_text(o1));
 }
 
 TEST(PipelineTest, DisableAndEnablePasses) {

@@ -11,9 +11,9 @@
 #include <random>
 
 #include "base/error.h"
+#include "engine/driver.h"
 #include "ir/graph.h"
 #include "ir/printer.h"
-#include "passes/compiler.h"
 #include "runtime/graph_executor.h"
 #include "runtime/storage.h"
 
@@ -61,7 +61,7 @@ Compiled compile_at(const Builder& build, int level, passes::JitLevel jit,
   options.fusion.parallel = level >= 3;
   options.fusion.enable_expand_ops = force_expand;
   if (!fuse) options.disable_passes = {"stitch-fusion", "elementwise-fusion", "parallel-fusion"};
-  Compiled out{passes::compile(std::move(graph), options)};
+  Compiled out{engine::compile_graph(std::move(graph), options)};
   for (const ir::Node& n : out.compiled.graph->nodes()) out.fused += is_fused(n) ? 1 : 0;
   return out;
 }

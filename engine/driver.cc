@@ -1,0 +1,149 @@
+#include "engine/driver.h"
+
+#include <chrono>
+#include <optional>
+
+#include "base/error.h"
+#include "engine/compile_cache/compile_cache.h"
+#include "engine/recorder.h"
+
+namespace mf::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double millis_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+passes::JitLevel to_passes(context::JitLevel level) {
+  switch (level) {
+    case context::JitLevel::kO0:
+      return passes::JitLevel::kO0;
+    case context::JitLevel::kO1:
+      return passes::JitLevel::kO1;
+    case context::JitLevel::kO2:
+      return passes::JitLevel::kO2;
+  }
+  return passes::JitLevel::kO0;
+}
+
+passes::FusionOptions fusion_options(const context::Policy& policy) {
+  const context::GraphKernelFlags& flags = policy.fusion_flags;
+  passes::FusionOptions fusion;
+  fusion.dump_as_text = flags.dump_as_text;
+  fusion.enable_expand_ops = flags.enable_expand_ops;
+  fusion.enable_expand_ops_only = flags.enable_expand_ops_only;
+  fusion.disable_expand_ops = flags.disable_expand_ops;
+  fusion.enable_cluster_ops = flags.enable_cluster_ops;
+  fusion.enable_cluster_ops_only = flags.enable_cluster_ops_only;
+  fusion.disable_cluster_ops = flags.disable_cluster_ops;
+  fusion.stitch = policy.stitch_fusion.value;
+  fusion.parallel = policy.parallel_fusion.value;
+  fusion.recompute = policy.recompute_fusion.value;
+  fusion.reduce_fuse_depth = flags.reduce_fuse_depth;
+  if (flags.composite_op_limit_size)
+    fusion.composite_op_limit_size = *flags.composite_op_limit_size;
+  return fusion;
+}
+
+// Built at every run: only the few scalars a run needs, not the whole compile side.
+runtime::RunOptions run_options(const context::Policy& policy) {
+  runtime::RunOptions run;
+  run.intra_op_threads = policy.intra_op_threads.value;
+  run.inter_op_parallelism = policy.inter_op_parallelism.value;
+  run.deterministic = policy.deterministic.value;
+  run.max_call_depth = policy.max_call_depth.value;
+  return run;
+}
+
+}  // namespace
+
+DriverOptions driver_options(const context::Policy& policy, std::string dump_prefix) {
+  DriverOptions options;
+  passes::CompileOptions& compile = options.compile;
+  compile.jit_level = to_passes(policy.jit_level.value);
+  compile.fusion_level = policy.fusion_level.value;
+  compile.fusion = fusion_options(policy);
+  compile.enable_passes = policy.fusion_flags.enable_pass;
+  compile.disable_passes = policy.fusion_flags.disable_pass;
+  compile.verify_every_pass = policy.debug_level.value == context::DebugLevel::kDebug;
+  compile.memory_level = policy.memory_optimize_level.value == context::MemoryOptimizeLevel::kO1
+                             ? passes::MemoryLevel::kO1
+                             : passes::MemoryLevel::kO0;
+  compile.memory_reuse = policy.memory_reuse.value;
+  compile.deterministic = policy.deterministic.value;
+  compile.dump.level = policy.dump_level.value;
+  compile.dump.dir = policy.dump_dir.value;
+  compile.dump.prefix = std::move(dump_prefix);
+
+  options.run = run_options(policy);
+  options.executor = policy.executor.value;
+  options.compile_cache = policy.compile_cache.value;
+  options.precompile_only = policy.precompile_only.value;
+  return options;
+}
+
+passes::CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph,
+                                    const passes::CompileOptions& options) {
+  return passes::compile(std::move(graph), options);
+}
+
+std::unique_ptr<runtime::GraphExecutor> make_executor(context::Executor kind,
+                                                      std::shared_ptr<const runtime::Plan> plan) {
+  return kind == context::Executor::kSink ? runtime::make_sink_executor(std::move(plan))
+                                          : runtime::make_kernel_executor(std::move(plan));
+}
+
+std::unique_ptr<CompiledNetwork> compile(std::unique_ptr<ir::Graph> graph,
+                                         const ir::TensorType& input, const context::Policy& policy,
+                                         const context::Fingerprint& fingerprint,
+                                         const DriverOptions& options) {
+  MF_CHECK(graph != nullptr, InvalidArgument, "compile() needs a graph");
+  const auto start = Clock::now();
+  auto network = std::make_unique<CompiledNetwork>();
+  network->fingerprint = fingerprint;
+  network->jit_level = policy.jit_level.value;
+  // The persistent cache: a hit replaces the pass pipeline by a load (stored plan proven safe).
+  std::optional<CacheLookup> cached;
+  if (options.compile_cache) cached = lookup_compiled(policy, *graph, input, fingerprint);
+  if (cached && cached->compiled) {
+    network->compiled = std::move(*cached->compiled);
+    network->cache_hit = true;
+  } else {
+    network->compiled = passes::compile(std::move(graph), options.compile);
+    if (cached) {
+      cached->note = store_compiled(policy, *cached, network->compiled, millis_since(start));
+    }
+  }
+  if (cached) {
+    network->cache_key = cached->key.hex;
+    network->cache_note = cached->note;
+  }
+  network->executor = make_executor(options.executor, network->compiled.plan);
+  network->compile_ms = millis_since(start);
+  return network;
+}
+
+std::vector<runtime::TensorArg> run(CompiledNetwork& network,
+                                    std::span<const runtime::TensorArg> inputs,
+                                    const context::Policy& policy,
+                                    const context::Snapshot& snapshot, std::string_view what) {
+  runtime::RunOptions options = run_options(policy);
+  Recorder recorder(policy, snapshot, *network.compiled.graph);
+  options.on_step = recorder.step_callback();
+  std::vector<runtime::TensorArg> outputs;
+  try {
+    outputs = network.executor->run(inputs, options);
+  } catch (Error& e) {
+    recorder.on_failure(e);
+    e.add_context("while running " + std::string(what) + " in " +
+                  std::string(context::to_string(policy.mode.value)) + " (jit_level " +
+                  std::string(context::to_string(network.jit_level)) + ", " +
+                  std::string(network.executor->name()) + ")");
+    throw;
+  }
+  recorder.on_success();
+  return outputs;
+}
+
+}  // namespace mf::engine

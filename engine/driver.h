@@ -1,0 +1,76 @@
+#pragma once
+// The compile-and-run driver: the one place that turns a Policy into typed compile and run
+// options, looks a graph up in the persistent compile cache (and stores what it compiles), runs
+// the pass pipeline (the only caller of passes::compile), builds the executor the Policy chose,
+// and runs it with the Running Data Recorder the context asks for. Every caller goes through it:
+// cells in GRAPH mode and jit-compiled cells and functions in PYNATIVE (engine/graph_mode.cc),
+// .ir and .onnx runs (engine/ir_runner.cc), `mf bisect`, `mf passes`, `mf dump` and the
+// benchmarks, so a new option is added here once and `mf passes` cannot drift from what compiles.
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "context/fingerprint.h"
+#include "context/policy.h"
+#include "passes/compile_options.h"
+#include "passes/compiler.h"
+#include "runtime/graph_executor.h"
+
+namespace mf::engine {
+
+// Everything one compile and its runs need, typed, derived from a Policy by driver_options().
+// Callers with a reason of their own (bisect's cuts, tests) adjust fields before compile().
+struct DriverOptions {
+  passes::CompileOptions compile;
+  runtime::RunOptions run;  // on_step is set per run (the recorder)
+  context::Executor executor = context::Executor::kKernelByKernel;
+  bool compile_cache = false;  // look up, and store into, the policy's compile_cache_dir
+  bool precompile_only = false;
+};
+
+// The one place decisions become options. `dump_prefix` starts every dump file's name.
+DriverOptions driver_options(const context::Policy& policy, std::string dump_prefix);
+
+// One compiled form of a graph: the optimized graph with its plan, and the executor that runs it.
+struct CompiledNetwork {
+  context::Fingerprint fingerprint;
+  context::JitLevel jit_level = context::JitLevel::kO0;
+  passes::CompiledGraph compiled;
+  std::unique_ptr<runtime::GraphExecutor> executor;
+  double compile_ms = 0;  // key, lookup, passes or load, store, executor
+  // enable_compile_cache: whether the graph was loaded, the key, and what happened ("loaded, ...",
+  // "stored in DIR; nearest entry ... differs in: ..."). Empty key: the cache was off.
+  bool cache_hit = false;
+  std::string cache_key, cache_note;
+};
+
+// Compiles `graph` (a trace or a parsed graph) under `options`. With options.compile_cache a hit
+// loads the stored graph and plan instead of running any pass, and a miss stores what it compiled.
+// `input` is the input type the cache key names (a cell's input; for a parsed graph its first
+// parameter: every parameter's type is in the graph's canonical form anyway).
+std::unique_ptr<CompiledNetwork> compile(std::unique_ptr<ir::Graph> graph,
+                                         const ir::TensorType& input, const context::Policy& policy,
+                                         const context::Fingerprint& fingerprint,
+                                         const DriverOptions& options);
+
+// The pass pipeline alone, no cache and no executor: for tests and benchmarks that look at the
+// compiled graph itself.
+passes::CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph,
+                                    const passes::CompileOptions& options);
+
+// The executor `kind` names, over `plan` (KernelExecutor or SinkExecutor).
+std::unique_ptr<runtime::GraphExecutor> make_executor(context::Executor kind,
+                                                      std::shared_ptr<const runtime::Plan> plan);
+
+// Runs a compiled network on inputs in graph-parameter order under the policy's run options, with
+// the Running Data Recorder the context asks for. An error gets "while running `what` in MODE
+// (jit_level Ox)" as context.
+std::vector<runtime::TensorArg> run(CompiledNetwork& network,
+                                    std::span<const runtime::TensorArg> inputs,
+                                    const context::Policy& policy,
+                                    const context::Snapshot& snapshot, std::string_view what);
+
+}  // namespace mf::engine

@@ -75,12 +75,13 @@ if [ "$skip_npm" -eq 0 ]; then
   else
     echo "install-peers: npm install --prefix $cache onnxruntime-node"
     # The package's postinstall script (script/install.js) downloads the CUDA execution provider's
-    # binaries for linux-x64 unless told to skip (--onnxruntime-node-install=skip, or the env var
-    # ONNXRUNTIME_NODE_INSTALL=skip; older versions read --onnxruntime-node-install-cuda=skip).
-    # The CPU binaries ship inside the npm package itself, and no host but the registry is reached.
+    # binaries for linux-x64 unless told to skip: its documented switch is the npm option
+    # --onnxruntime-node-install=skip or, equivalently, the environment variable
+    # ONNXRUNTIME_NODE_INSTALL=skip (older versions: ONNXRUNTIME_NODE_INSTALL_CUDA=skip). The
+    # variables are used, as npm 11 warns that unknown command-line options will stop being passed
+    # on. The CPU binaries ship inside the npm package itself; no other host is reached.
     ONNXRUNTIME_NODE_INSTALL=skip ONNXRUNTIME_NODE_INSTALL_CUDA=skip \
-      npm install --prefix "$cache" --no-audit --no-fund \
-      --onnxruntime-node-install=skip onnxruntime-node \
+      npm install --prefix "$cache" --no-audit --no-fund onnxruntime-node \
       || fail "npm install onnxruntime-node failed"
     check_ort || fail "onnxruntime-node installed in $cache but node cannot load it"
   fi

@@ -225,8 +225,8 @@ class Runner:
 
 
 def ort_available(node, cache: Path):
-    if node is None:
-        return False, "node not found"
+    if node is None or shutil.which(node) is None:
+        return False, f"node not found ({node or 'not on PATH'}; apt-get install nodejs npm)"
     p = Proc([node, "-e", (
         "const {createRequire}=require('module');const path=require('path');"
         f"try{{createRequire(path.join({json.dumps(str(cache))},'package.json'))('onnxruntime-node');"

@@ -3,7 +3,8 @@
 
 Writes into the cache directory ($MODEFLOW_PEERS_CACHE, else ~/.cache/modeflow-peers; or --cache),
 under models/, for each network NAME:
-  NAME.onnx            random weights (fixed seeds), static shapes, opset --opset (default 17)
+  NAME.onnx            random weights (fixed seeds; BatchNorm statistics from random inputs),
+                       static shapes, opset --opset (default 17)
   NAME.input.npy       the input (float32, fixed seed)
   NAME.torch.npy       PyTorch's output for that input (float32), to check the engines against
   NAME.json            the manifest: model file, input name and file, output name, torch output file
@@ -48,6 +49,7 @@ except ImportError as e:  # pragma: no cover - the message is the point
 REPO = Path(__file__).resolve().parents[2]
 INPUT_NAME = "input"
 OUTPUT_NAME = "output"
+FORMAT = 2  # bumped when an export changes, so that stale files in the cache are redone
 
 
 def default_cache() -> Path:
@@ -178,6 +180,27 @@ NETWORKS = {
 }
 
 
+def calibrate_batch_norm(model: nn.Module, shape, seed: int, batches: int = 4) -> None:
+    """Gives BatchNorm layers running statistics from random inputs.
+
+    A freshly initialized torchvision network has running mean 0 and variance 1 everywhere, so in
+    eval mode nothing normalizes it: mobilenet_v2's output comes out around 1e-9, too small for an
+    output comparison to say anything. A few training-mode passes (cumulative averages) bring every
+    network's output to order 1.
+    """
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    if not norms:
+        return
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # cumulative moving average over the calibration batches
+    g = torch.Generator().manual_seed(seed + 2000)
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(torch.randn(max(8, shape[0]), *shape[1:], generator=g))
+
+
 def max_opset() -> int:
     try:
         from torch.onnx import _constants
@@ -189,7 +212,9 @@ def max_opset() -> int:
 def export(name: str, out: Path, opset: int, seed: int) -> dict:
     make, shape, description = NETWORKS[name]
     torch.manual_seed(seed)
-    model = make().eval()
+    model = make()
+    calibrate_batch_norm(model, shape, seed)
+    model.eval()
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(seed + 1000))
     with torch.no_grad():
         y = model(x)
@@ -221,6 +246,7 @@ def export(name: str, out: Path, opset: int, seed: int) -> dict:
         "output_shape": list(y.shape),
         "torch_output": f"{name}.torch.npy",
         "seed": seed,
+        "format": FORMAT,
         "torch_version": torch.__version__,
         **info,
     }
@@ -290,6 +316,7 @@ def main() -> int:
         if manifest_file.exists() and not args.force:
             manifest = json.loads(manifest_file.read_text())
             if (manifest.get("opset") != opset or manifest.get("seed") != args.seed
+                    or manifest.get("format") != FORMAT
                     or not all((out / manifest[k]).exists()
                                for k in ("model", "input", "torch_output"))):
                 manifest = None

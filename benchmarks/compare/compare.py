@@ -268,10 +268,15 @@ def run_cell(runner, args, manifest, models, threads, engines, workdir):
 
     need_ms = args.min_seconds * 1000.0
     rounds = max(1, args.rounds)
-    per_round = {}
-    for e in active:
-        needed_runs = max(args.min_runs, math.ceil(need_ms / estimate[e]))
-        per_round[e] = max(args.min_per_round, math.ceil(needed_runs / rounds))
+
+    def runs_per_process(e, done_rounds):
+        # What is still missing, spread over the rounds still planned (at least one). After the
+        # first round the measured median replaces the calibration's estimate.
+        res = results[e]
+        est = res.median() or estimate[e]
+        missing = max(args.min_runs - res.runs, math.ceil(1.05 * (need_ms - res.timed_ms) / est), 0)
+        return max(args.min_per_round, math.ceil(missing / max(1, rounds - done_rounds)))
+
     done_rounds = 0
     while True:
         pending = [e for e in active if not results[e].error and (
@@ -279,6 +284,7 @@ def run_cell(runner, args, manifest, models, threads, engines, workdir):
             or results[e].timed_ms < need_ms)]
         if not pending or done_rounds >= 3 * rounds:
             break
+        per_round = {e: runs_per_process(e, done_rounds) for e in active}
         # Every engine runs in every round (not only the pending ones) so drift stays shared;
         # the rotation of the order spreads "runs first after a switch" evenly too.
         order = active[done_rounds % len(active):] + active[:done_rounds % len(active)]
@@ -371,8 +377,9 @@ def main() -> int:
                     help="timed seconds per engine per cell, at least (default 2)")
     ap.add_argument("--rounds", type=int, default=5,
                     help="rounds the runs are spread over (default 5; more if the minimums need)")
-    ap.add_argument("--min-per-round", type=int, default=5,
-                    help="timed runs per process, at least (default 5)")
+    ap.add_argument("--min-per-round", type=int, default=10,
+                    help="timed runs per process, at least (default 10: mf's median includes its "
+                         "first, slow iteration, which moves it by one rank)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per process (default 600)")
     ap.add_argument("--node", default=shutil.which("node"), help="the node binary")
     ap.add_argument("--json", type=Path, help="write every measurement to this JSON file")

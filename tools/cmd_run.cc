@@ -164,10 +164,14 @@ void run(const RunOptions& options) {
     }
   }
   for (const auto& [name, t] : outputs) print_output(name, t);
+  // The first iteration (compile in GRAPH mode, fresh pages, first-touch costs) is reported on its
+  // own; the median is the steady state, over the iterations after it.
   const double first = millis.front();
-  std::sort(millis.begin(), millis.end());
-  std::printf("time: first %.3g ms, median %.3g ms over %d iteration%s\n", first,
-              millis[millis.size() / 2], options.iters, options.iters == 1 ? "" : "s");
+  std::vector<double> steady(millis.begin() + (millis.size() > 1 ? 1 : 0), millis.end());
+  std::sort(steady.begin(), steady.end());
+  std::printf("time: first %.3g ms, median %.3g ms over %zu iteration%s%s\n", first,
+              steady[steady.size() / 2], steady.size(), steady.size() == 1 ? "" : "s",
+              millis.size() > 1 ? " after the first" : "");
   const runtime::MemoryStats stats = runtime::default_pool().stats();
   std::printf("memory: peak %s in use, %s reserved, %zu system allocations\n",
               runtime::format_bytes(stats.peak_in_use_bytes).c_str(),

@@ -63,6 +63,18 @@ TEST_F(PrinterParserTest, PrintsMindSporeLikeText) {
             "}\n");
 }
 
+TEST_F(PrinterParserTest, OutputNamesRoundTrip) {
+  auto g = make_mlp();
+  g->set_output_name(0, "logits");
+  const std::string text = print_graph(*g);
+  EXPECT_NE(text.find("  Return(%2 as \"logits\")\n"), std::string::npos) << text;
+  auto parsed = parse_graph(text);
+  EXPECT_EQ(parsed->output_name(0), "logits");
+  EXPECT_EQ(print_graph(*parsed), text);
+  EXPECT_EQ(make_mlp()->output_name(0), "");
+  EXPECT_THROW(g->set_output_name(0, "not a name"), Error);
+}
+
 TEST_F(PrinterParserTest, DetailLevels) {
   auto g = make_mlp();
   const std::string compact = print_graph(*g, {Detail::kCompact});

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "engine/onnx/writer.h"
 #include "engine/tensor.h"
 #include "mf_cli.h"
 
@@ -40,7 +41,7 @@ TEST_F(RunCliTest, RunReportsOutputsTimeAndMemoryAndWritesNpy) {
   EXPECT_NE(run.out.find("run: mlp in PYNATIVE_MODE"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("output output: shape (64, 10) dtype Float32 sum "), std::string::npos)
       << run.out;
-  EXPECT_NE(run.out.find("over 3 iterations"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("over 2 iterations after the first"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("memory: peak "), std::string::npos) << run.out;
   EXPECT_EQ(Tensor::load_npy(dir_ / "output.npy").shape(), (Shape{64, 10}));
 }
@@ -95,6 +96,77 @@ TEST_F(RunCliTest, DumpedIrFilesRunInBothModes) {
       EXPECT_EQ(run.code, 0) << entry.path() << " " << mode << ": " << run.err;
       EXPECT_NE(run.out.find("output output0: shape (64, 10)"), std::string::npos) << run.out;
     }
+  }
+}
+
+// --jit in PYNATIVE: the named child cells compile (and say so), the rest runs op by op, and the
+// outputs are those of the fully op-by-op run.
+TEST_F(RunCliTest, JitCellsCompileInsidePynative) {
+  const std::string same = " --set deterministic=ON";
+  const auto eager = run_mf("run transformer" + same);
+  const auto jit = run_mf("run transformer --jit encoder --iters 2" + same);
+  ASSERT_EQ(jit.code, 0) << jit.err;
+  EXPECT_NE(jit.out.find("jit encoder: compiled in"), std::string::npos) << jit.out;
+  EXPECT_NE(jit.out.find("jit_level O0, fusion 0, KernelExecutor"), std::string::npos) << jit.out;
+  auto sums = [](const std::string& out) { return out.substr(out.find("output output:"), 120); };
+  EXPECT_EQ(sums(jit.out), sums(eager.out));
+  const auto scoped = run_mf(
+      "run transformer --jit Default/net-Transformer/encoder-TransformerEncoderLayer --set "
+      "jit_config.jit_level=O2" +
+      same);
+  ASSERT_EQ(scoped.code, 0) << scoped.err;
+  EXPECT_NE(scoped.out.find("jit_level O2, fusion 2, SinkExecutor"), std::string::npos)
+      << scoped.out;
+  EXPECT_EQ(sums(scoped.out), sums(eager.out));
+
+  const auto unknown = run_mf("run transformer --jit decoder");
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_NE(unknown.err.find("error: --jit: network 'transformer' has no cell 'decoder'; its "
+                             "cells are: encoder (TransformerEncoderLayer)"),
+            std::string::npos)
+      << unknown.err;
+  const auto on_file = run_mf("run model.onnx --jit encoder");
+  EXPECT_EQ(on_file.code, 1);
+  EXPECT_NE(on_file.err.find("--jit names cells of a sample network"), std::string::npos)
+      << on_file.err;
+}
+
+TEST_F(RunCliTest, JitCellsUseTheCompileCacheAndPrecompileOnly) {
+  const std::string cache =
+      " --set enable_compile_cache=true --set compile_cache_path=" + (dir_ / "cache").string();
+  const auto first = run_mf("run transformer --jit encoder" + cache);
+  ASSERT_EQ(first.code, 0) << first.err;
+  EXPECT_NE(first.out.find("compile cache: miss"), std::string::npos) << first.out;
+  const auto second = run_mf("run transformer --jit encoder" + cache);
+  ASSERT_EQ(second.code, 0) << second.err;
+  EXPECT_NE(second.out.find("compile cache: hit"), std::string::npos) << second.out;
+
+  const auto precompile = run_mf("run transformer --jit encoder --set precompile_only=true");
+  ASSERT_EQ(precompile.code, 0) << precompile.err;
+  EXPECT_NE(precompile.out.find("precompile_only: jit-compiled cells compiled, not run"),
+            std::string::npos)
+      << precompile.out;
+  EXPECT_EQ(precompile.out.find("output output:"), std::string::npos) << precompile.out;
+}
+
+// Outputs are written under the names the network gives them.
+TEST_F(RunCliTest, OnnxOutputsKeepTheirNames) {
+  onnx::ModelWriter writer;
+  writer.add_input("x", DType::kFloat32, {2, 3});
+  writer.add_node("Relu", {"x"}, {"probabilities"});
+  writer.add_node("Neg", {"x"}, {"y"});
+  writer.add_output("probabilities");
+  writer.add_output("y");
+  const fs::path model = dir_ / "two.onnx";
+  writer.save(model);
+  for (const char* mode : {"pynative", "graph"}) {
+    const fs::path out = dir_ / mode;
+    const auto run =
+        run_mf("run " + model.string() + " --mode " + mode + " --output-dir " + out.string());
+    ASSERT_EQ(run.code, 0) << run.err;
+    EXPECT_NE(run.out.find("output probabilities: shape (2, 3)"), std::string::npos) << run.out;
+    EXPECT_TRUE(fs::exists(out / "probabilities.npy")) << mode;
+    EXPECT_TRUE(fs::exists(out / "y.npy")) << mode;
   }
 }
 

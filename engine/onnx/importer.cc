@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "engine/onnx/tensor_proto.h"
 #include "ir/verifier.h"
 #include "onnx.pb.h"
 
@@ -25,138 +26,12 @@ using ir::DType;
 using ir::Shape;
 using ir::TensorType;
 using ir::Value;
+using namespace internal;
 
-// Beyond this many elements a tensor is treated as damage, not data (2^40 floats is 4 TiB).
-constexpr int64_t kMaxElements = int64_t{1} << 40;
 // Ops whose inputs are all constants are evaluated at import up to this many output elements;
 // larger results stay nodes, so a hostile ConstantOfShape cannot exhaust memory while importing.
 constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-
-std::optional<DType> to_dtype(int32_t onnx_type) {
-  switch (onnx_type) {
-    case TensorProto::FLOAT:
-      return DType::kFloat32;
-    case TensorProto::DOUBLE:
-      return DType::kFloat64;
-    case TensorProto::INT32:
-      return DType::kInt32;
-    case TensorProto::INT64:
-      return DType::kInt64;
-    case TensorProto::BOOL:
-      return DType::kBool;
-    default:
-      return std::nullopt;
-  }
-}
-
-std::string onnx_type_name(int32_t onnx_type) {
-  const std::string& name = TensorProto::DataType_Name(onnx_type);
-  return name.empty() ? "type #" + std::to_string(onnx_type) : name;
-}
-
-constexpr const char* kSupportedTypes =
-    "supported element types: FLOAT, DOUBLE, INT32, INT64, BOOL (cast in the exporter)";
-
-// A tensor whose value is known while importing: an initializer or an ir constant.
-struct HostTensor {
-  TensorType type;
-  std::vector<uint8_t> bytes;
-
-  int64_t size() const { return ir::num_elements(type.shape); }
-  double at(int64_t i) const {
-    return ir::visit_dtype(type.dtype, [&](auto tag) -> double {
-      using T = decltype(tag);
-      T v;
-      std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
-      return static_cast<double>(v);
-    });
-  }
-  std::vector<int64_t> ints() const {
-    std::vector<int64_t> out(size());
-    for (int64_t i = 0; i < size(); ++i) {
-      if (type.dtype == DType::kInt64) {
-        std::memcpy(&out[i], bytes.data() + i * 8, 8);  // exact beyond 2^53
-      } else {
-        out[i] = static_cast<int64_t>(at(i));
-      }
-    }
-    return out;
-  }
-};
-
-std::string quoted_name(const std::string& name) {
-  return name.empty() ? std::string("(unnamed)") : "'" + name + "'";
-}
-
-// Decodes a TensorProto into row-major little-endian bytes, checking every size against the data.
-HostTensor decode_tensor(const TensorProto& t, std::string_view what) {
-  const std::string name = quoted_name(t.name());
-  MF_CHECK(t.data_location() != TensorProto::EXTERNAL, Unsupported, what, " ", name,
-           " keeps its data in an external file, which the importer does not read; re-save the "
-           "model with its data inline (onnx.save_model(model, path, "
-           "save_as_external_data=False))");
-  const std::optional<DType> dtype = to_dtype(t.data_type());
-  MF_CHECK(dtype.has_value(), Unsupported, what, " ", name, " has element type ",
-           onnx_type_name(t.data_type()), "; ", kSupportedTypes);
-  HostTensor h;
-  h.type.dtype = *dtype;
-  int64_t n = 1;
-  for (int64_t d : t.dims()) {
-    MF_CHECK(d >= 0, DataLoss, what, " ", name, " has a negative dimension ", d,
-             "; the file is damaged: re-export it");
-    MF_CHECK(d == 0 || n <= kMaxElements / d, DataLoss, what, " ", name,
-             " claims more than 2^40 elements; the file is damaged: re-export it");
-    n *= d;
-    h.type.shape.push_back(d);
-  }
-  const size_t elem = ir::dtype_size(*dtype);
-  const auto wrong_count = [&](int64_t got, const char* field) {
-    MF_FAIL(DataLoss, what, " ", name, " has shape ", ir::shape_to_string(h.type.shape), " (", n,
-            " elements) but its ", field, " holds ", got,
-            "; the file is damaged or truncated: re-export it");
-  };
-  if (!t.raw_data().empty()) {
-    if (t.raw_data().size() != size_t(n) * elem) {
-      wrong_count(int64_t(t.raw_data().size()), "raw_data (bytes)");
-    }
-    h.bytes.assign(t.raw_data().begin(), t.raw_data().end());
-    if (*dtype == DType::kBool) {
-      for (uint8_t& b : h.bytes) b = b != 0;
-    }
-    return h;
-  }
-  h.bytes.resize(size_t(n) * elem);
-  auto copy = [&](const auto& field, const char* field_name, auto convert) {
-    if (field.size() != n) wrong_count(field.size(), field_name);
-    for (int64_t i = 0; i < n; ++i) {
-      auto v = convert(field.Get(int(i)));
-      std::memcpy(h.bytes.data() + i * elem, &v, elem);
-    }
-  };
-  switch (*dtype) {
-    case DType::kFloat32:
-      copy(t.float_data(), "float_data", [](float v) { return v; });
-      break;
-    case DType::kFloat64:
-      copy(t.double_data(), "double_data", [](double v) { return v; });
-      break;
-    case DType::kInt32:
-      copy(t.int32_data(), "int32_data", [](int32_t v) { return v; });
-      break;
-    case DType::kInt64:
-      copy(t.int64_data(), "int64_data", [](int64_t v) { return v; });
-      break;
-    case DType::kBool:
-      copy(t.int32_data(), "int32_data", [](int32_t v) { return uint8_t(v != 0); });
-      break;
-  }
-  return h;
-}
-
-Tensor to_tensor(const HostTensor& h) {
-  return Tensor::from_bytes(h.type.dtype, h.type.shape, h.bytes.data());
-}
 
 // The importer of one ModelProto into one graph; single use.
 // Converts nodes in dependency order, one ONNX node to one or a few IR nodes.

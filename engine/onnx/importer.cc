@@ -18,6 +18,7 @@
 #include "engine/onnx/importer_impl.h"
 #include "ir/verifier.h"
 #include "onnx.pb.h"
+#include "passes/constant_folding.h"
 
 namespace mf::onnx {
 namespace internal {
@@ -401,30 +402,10 @@ std::vector<Value> Importer::emit_all(std::string_view op, std::vector<Value> in
   std::vector<Value> outs;
   for (size_t k = 0; k < node->num_outputs(); ++k) outs.push_back(node->output(k));
   // Fold what depends on constants alone, so shape arithmetic of exporters (Shape -> Gather ->
-  // Concat -> Reshape) ends as attributes of the ops that consume it.
-  bool foldable = node->def() && node->def()->has(ir::Trait::kPure) && node->def()->kernel;
-  int64_t elements = 0;
-  for (const Value& v : node->inputs()) foldable = foldable && v.constant() != nullptr;
-  for (const TensorType& t : node->output_types()) elements += ir::num_elements(t.shape);
-  if (!foldable || elements > kMaxFoldElements) return outs;
-  std::vector<ir::TensorView> in_views;
-  for (const Value& v : node->inputs()) {
-    in_views.push_back({const_cast<uint8_t*>(v.constant()->bytes().data()), v.type()});
-  }
-  std::vector<std::vector<uint8_t>> buffers;
-  std::vector<ir::TensorView> out_views;
-  for (const TensorType& t : node->output_types()) {
-    buffers.emplace_back(size_t(ir::num_elements(t.shape)) * ir::dtype_size(t.dtype));
-  }
-  for (size_t k = 0; k < buffers.size(); ++k) {
-    out_views.push_back({buffers[k].data(), node->output_type(k)});
-  }
-  ir::KernelContext ctx{in_views, out_views, node->attrs(), node->op(), /*deterministic=*/true};
-  node->def()->kernel(ctx);  // an error here (gather out of range) is the model's: report it
-  for (size_t k = 0; k < buffers.size(); ++k) {
-    outs[k] = graph_->add_constant(node->output_type(k), std::move(buffers[k]));
-  }
-  graph_->erase_node(node);
+  // Concat -> Reshape) ends as attributes of the ops that consume it. The constant-folding pass's
+  // folder, with its trait checks; unlike the pass, an error of the kernel (gather out of range)
+  // is the model's: it is reported.
+  if (passes::foldable(*node, kMaxFoldElements)) return passes::fold_node(*graph_, *node);
   return outs;
 }
 

@@ -1,18 +1,16 @@
+// The ONNX importer's core: the model and its graph (opset, initializers, inputs, node order,
+// outputs), the current node (inputs, known values, attributes, naming, errors) and emitting IR,
+// folding as it goes with the constant-folding pass's folder. The converters, by op family, are in
+// convert_*.cc (importer_impl.h); TensorProto decoding is in tensor_proto.cc.
+
 #include "engine/onnx/importer.h"
 
 #include <algorithm>
 #include <climits>
-#include <cstring>
 #include <fstream>
-#include <functional>
 #include <iterator>
-#include <limits>
-#include <map>
-#include <numeric>
 #include <optional>
-#include <set>
-#include <unordered_map>
-#include <unordered_set>
+#include <string>
 
 #include "base/error.h"
 #include "engine/onnx/importer_impl.h"

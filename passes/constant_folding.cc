@@ -1,5 +1,8 @@
 // constant-folding: evaluates pure nodes whose operands are all constants by running the op's own
-// kernel at compile time, so folded and unfolded graphs compute with the same code.
+// kernel at compile time, so folded and unfolded graphs compute with the same code. The folder
+// itself (constant_folding.h) is shared with the ONNX importer.
+
+#include "passes/constant_folding.h"
 
 #include <vector>
 
@@ -8,6 +11,48 @@
 #include "passes/passes.h"
 
 namespace mf::passes {
+
+bool foldable(const ir::Node& node, int64_t max_elements) {
+  const ir::OpDef* def = node.def();
+  if (def == nullptr || !def->kernel || !def->has(ir::Trait::kPure) ||
+      def->has(ir::Trait::kSideEffect) || def->has(ir::Trait::kControlFlow)) {
+    return false;
+  }
+  for (const ir::Value& v : node.inputs()) {
+    if (v.kind() != ir::ValueKind::kConstant) return false;
+  }
+  int64_t elements = 0;
+  for (const ir::TensorType& type : node.output_types()) {
+    elements += ir::num_elements(type.shape);
+  }
+  return elements <= max_elements;
+}
+
+std::vector<ir::Value> fold_node(ir::Graph& graph, ir::Node& node) {
+  std::vector<ir::TensorView> inputs;
+  for (const ir::Value& v : node.inputs()) {
+    // Kernels take non-const views; they never write their inputs.
+    inputs.push_back({const_cast<uint8_t*>(v.constant()->bytes().data()), v.type()});
+  }
+  std::vector<std::vector<uint8_t>> buffers;
+  std::vector<ir::TensorView> outputs;
+  for (const ir::TensorType& type : node.output_types()) {
+    buffers.emplace_back(size_t(ir::num_elements(type.shape)) * ir::dtype_size(type.dtype));
+  }
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    outputs.push_back({buffers[k].data(), node.output_type(k)});
+  }
+  ir::KernelContext context{inputs, outputs, node.attrs(), node.op(), /*deterministic=*/true};
+  node.def()->kernel(context);
+  std::vector<ir::Value> folded;
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    ir::Constant* constant = graph.add_constant(node.output_type(k), std::move(buffers[k]));
+    graph.replace_all_uses(node.output(k), constant);
+    folded.push_back(constant);
+  }
+  graph.erase_node(&node);
+  return folded;
+}
 
 namespace {
 
@@ -26,57 +71,21 @@ class ConstantFolding final : public Pass {
       std::vector<ir::Node*> order;
       for (ir::Node& node : g.nodes()) order.push_back(&node);
       for (ir::Node* node : order) {
-        if (foldable(*node) && fold(g, *node)) changed = true;
+        if (node->has_uses() && foldable(*node, max_elements_) && fold(g, *node)) changed = true;
       }
     });
     return changed;
   }
 
  private:
-  bool foldable(const ir::Node& node) const {
-    const ir::OpDef* def = node.def();
-    if (def == nullptr || !def->kernel || !def->has(ir::Trait::kPure) ||
-        def->has(ir::Trait::kSideEffect) || def->has(ir::Trait::kControlFlow) || !node.has_uses()) {
-      return false;
-    }
-    for (const ir::Value& v : node.inputs()) {
-      if (v.kind() != ir::ValueKind::kConstant) return false;
-    }
-    int64_t elements = 0;
-    for (const ir::TensorType& type : node.output_types()) {
-      elements += ir::num_elements(type.shape);
-    }
-    return elements <= max_elements_;
-  }
-
   static bool fold(ir::Graph& graph, ir::Node& node) {
-    std::vector<ir::TensorView> inputs;
-    for (const ir::Value& v : node.inputs()) {
-      // Kernels take non-const views; they never write their inputs.
-      inputs.push_back({const_cast<uint8_t*>(v.constant()->bytes().data()), v.type()});
-    }
-    std::vector<std::vector<uint8_t>> buffers;
-    std::vector<ir::TensorView> outputs;
-    for (const ir::TensorType& type : node.output_types()) {
-      buffers.emplace_back(size_t(ir::num_elements(type.shape)) * ir::dtype_size(type.dtype));
-    }
-    for (size_t k = 0; k < buffers.size(); ++k) {
-      outputs.push_back({buffers[k].data(), node.output_type(k)});
-    }
-    // deterministic: a folded value must not depend on the compiling machine's thread count.
-    ir::KernelContext context{inputs, outputs, node.attrs(), node.op(), /*deterministic=*/true};
     try {
-      node.def()->kernel(context);
+      fold_node(graph, node);
     } catch (const Error& e) {
       log::debug("constant-folding: leaving {} (op '{}') for run time: {}", node.id(), node.op(),
                  e.message());
       return false;
     }
-    for (size_t k = 0; k < buffers.size(); ++k) {
-      ir::Constant* folded = graph.add_constant(node.output_type(k), std::move(buffers[k]));
-      graph.replace_all_uses(node.output(k), folded);
-    }
-    graph.erase_node(&node);
     return true;
   }
 

@@ -9,9 +9,10 @@ install(TARGETS modeflow EXPORT modeflowTargets
 install(TARGETS mf RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Headers keep their layer folders: <modeflow/context/context.h>, and the umbrella <modeflow/modeflow.h>.
+# Internal headers (*_impl.h) include generated protobuf headers that are not installed: left out.
 foreach(layer IN LISTS MODEFLOW_LAYERS)
   install(DIRECTORY ${layer}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/modeflow/${layer}
-    FILES_MATCHING PATTERN "*.h")
+    FILES_MATCHING PATTERN "*.h" PATTERN "*_impl.h" EXCLUDE)
 endforeach()
 install(FILES include/modeflow/modeflow.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/modeflow)
 

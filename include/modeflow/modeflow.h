@@ -8,6 +8,7 @@
 #include "context/policy.h"
 #include "engine/dispatch.h"
 #include "engine/ir_runner.h"
+#include "engine/jit.h"
 #include "engine/models/registry.h"
 #include "engine/nn/cell.h"
 #include "engine/nn/layers.h"

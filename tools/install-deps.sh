@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ccache clang-format
   libeigen3-dev libtbb-dev libprotobuf-dev protobuf-compiler
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libxbyak-dev
+  libcli11-dev nlohmann-json3-dev libxbyak-dev libdnnl-dev
   libonnx-testdata
 )
 

@@ -1,6 +1,9 @@
 // conv2d (NCHW; stride, padding, dilation, groups, optional bias), max_pool2d, avg_pool2d and
-// global_avg_pool. conv2d lowers each (image, group) to im2col + one Eigen GEMM; pools are direct
-// loops per (image, channel) plane.
+// global_avg_pool. In float32, conv2d and the two windowed pools run on oneDNN primitives in plain
+// layouts (nchw / goihw), created once per shape and thread count through the primitive cache
+// (runtime/dnnl/). oneDNN has no float64 convolution or pooling: in float64, conv2d lowers each
+// (image, group) to im2col + one Eigen GEMM and the pools are direct loops per (image, channel)
+// plane, as before. global_avg_pool stays a plain reduction per plane.
 //
 // Padding is [pad_h, pad_w] (both sides) or [top, bottom, left, right]; output sizes round down, as
 // in PyTorch and MindSpore's "pad" mode. avg_pool2d divides by the number of elements inside the
@@ -8,10 +11,17 @@
 
 #include <Eigen/Core>
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <memory>
 
+#include "runtime/dnnl/engine.h"
+#include "runtime/dnnl/prepare.h"
+#include "runtime/dnnl/primitive_cache.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/reference.h"
 #include "runtime/parallel.h"
@@ -20,6 +30,9 @@ namespace mf::runtime::ops {
 namespace {
 
 using ir::Trait;
+
+// Output planes from this many positions up run conv2d in oneDNN's blocked layouts (see DnnlConv).
+constexpr int64_t kBlockedMinOutputPlane = 14 * 14;
 
 template <typename T>
 using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -173,10 +186,177 @@ void conv2d_typed(const ir::KernelContext& ctx) {
   });
 }
 
-void conv2d_kernel(const ir::KernelContext& ctx) {
-  if (ctx.outputs[0].type.dtype == DType::kFloat64) return conv2d_typed<double>(ctx);
-  conv2d_typed<float>(ctx);
+// A oneDNN convolution for one (input shapes, attributes, thread count), float32 only. The
+// tensors are plain (x, y nchw; weight goihw). In plain layouts oneDNN 2.6 has only its im2col +
+// sgemm convolution (gemm:jit), and for depthwise not even that at speed; its direct kernels
+// (brgconv, jit_uni_dw) want channel-blocked layouts. So where the output plane is large enough
+// that reordering the weights on every call costs little next to the convolution itself (the
+// weights are not known to be constant here: reordering them once, ahead, is a compile-time step),
+// the primitive is created with layouts of its choice (format "any") and the kernel reorders x and
+// the weights in, and y out; otherwise it runs in the plain layouts directly.
+struct DnnlConv {
+  dnnl::convolution_forward primitive;
+  dnnl::memory::desc src, weights, bias, dst;  // what the primitive reads and writes
+  dnnl::memory::desc scratchpad;
+  dnnl::memory::desc user_src, user_weights, user_dst;  // the plain tensors
+  // Plain -> primitive layouts and back; empty (no handle) when the layouts agree.
+  dnnl::reorder src_in, weights_in, dst_out;
+};
+
+using dnnl_dims = dnnl::memory::dims;
+
+// MF_DNNL_CONV_LAYOUT=plain|blocked|auto (the default): a knob for measuring the two paths.
+enum class ConvLayout { kAuto, kPlain, kBlocked };
+ConvLayout conv_layout_override() {
+  static const ConvLayout layout = [] {
+    const char* v = std::getenv("MF_DNNL_CONV_LAYOUT");
+    if (v == nullptr) return ConvLayout::kAuto;
+    const std::string_view s(v);
+    return s == "plain"     ? ConvLayout::kPlain
+           : s == "blocked" ? ConvLayout::kBlocked
+                            : ConvLayout::kAuto;
+  }();
+  return layout;
 }
+
+// Blocked layouts pay off when each weight is used for enough output positions that reordering
+// the weights is small against the convolution (measured: benchmarks/dnnl_kernels_bench.cc), and
+// always for depthwise convolutions (tiny weights, no good plain kernel).
+bool use_blocked_layout(const Shape& ws, const Window& win, int64_t groups, bool deterministic) {
+  // In plain layouts oneDNN runs its im2col + sgemm convolution, whose sgemm splits the reduction
+  // differently by thread count (bits changed between 1 and 2 threads on a 3x3 512 -> 512 over
+  // 7x7, batch 2); the direct kernels of the blocked layouts do not split it.
+  if (deterministic) return true;
+  switch (conv_layout_override()) {
+    case ConvLayout::kPlain:
+      return false;
+    case ConvLayout::kBlocked:
+      return true;
+    case ConvLayout::kAuto:
+      break;
+  }
+  const bool depthwise = groups > 1 && ws[1] == 1;
+  return depthwise || win.oh * win.ow >= kBlockedMinOutputPlane;
+}
+
+dnnl::reorder make_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  if (from == to) return dnnl::reorder();
+  const dnnl::engine& engine = dnnl_rt::cpu_engine();
+  return dnnl::reorder(dnnl::reorder::primitive_desc(engine, from, engine, to));
+}
+
+// The cached primitive for conv2d over float32 `in` with `attrs`, created for `threads` OpenMP
+// threads (the caller holds ScopedOmpThreads(threads) while creating and running it).
+std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, const Attrs& attrs,
+                                            int threads, bool deterministic) {
+  const Shape& xs = in[0].shape;
+  const Shape& ws = in[1].shape;
+  const Window win = conv_window(xs, ws, attrs);
+  const int64_t groups = ir::attr_int(attrs, "groups", "conv2d");
+  const bool has_bias = in.size() == 3;
+  const bool blocked = use_blocked_layout(ws, win, groups, deterministic);
+  dnnl_rt::PrimitiveKey key("conv2d");
+  key.add(std::span<const int64_t>(xs))
+      .add(std::span<const int64_t>(ws))
+      .add({win.sh, win.sw, win.top, win.bottom, win.left, win.right, win.dh, win.dw, groups,
+            has_bias ? 1 : 0, blocked ? 1 : 0, threads});
+  return dnnl_rt::primitive_cache().get<DnnlConv>(key, [&] {
+    using tag = dnnl::memory::format_tag;
+    const auto f32 = dnnl::memory::data_type::f32;
+    auto conv = std::make_shared<DnnlConv>();
+    const dnnl_dims src_dims(xs.begin(), xs.end());
+    const dnnl_dims dst_dims = {xs[0], ws[0], win.oh, win.ow};
+    const dnnl_dims weight_dims = {groups, ws[0] / groups, ws[1], ws[2], ws[3]};
+    conv->user_src = dnnl::memory::desc(src_dims, f32, tag::nchw);
+    conv->user_dst = dnnl::memory::desc(dst_dims, f32, tag::nchw);
+    conv->user_weights = dnnl::memory::desc(weight_dims, f32, tag::goihw);
+    if (has_bias) conv->bias = dnnl::memory::desc({ws[0]}, f32, tag::a);
+    const dnnl::memory::desc src =
+        blocked ? dnnl::memory::desc(src_dims, f32, tag::any) : conv->user_src;
+    const dnnl::memory::desc dst =
+        blocked ? dnnl::memory::desc(dst_dims, f32, tag::any) : conv->user_dst;
+    const dnnl::memory::desc weights =
+        blocked ? dnnl::memory::desc(weight_dims, f32, tag::any) : conv->user_weights;
+    // oneDNN counts dilation from 0 (1 = one gap); output sizes round down as here.
+    const dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src, weights,
+        conv->bias, dst, {win.sh, win.sw}, {win.dh - 1, win.dw - 1}, {win.top, win.left},
+        {win.bottom, win.right});
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::convolution_forward::primitive_desc pd(desc, attr, dnnl_rt::cpu_engine());
+    conv->primitive = dnnl::convolution_forward(pd);
+    conv->scratchpad = pd.scratchpad_desc();
+    conv->src = pd.src_desc();
+    conv->weights = pd.weights_desc();
+    conv->dst = pd.dst_desc();
+    conv->src_in = make_reorder(conv->user_src, conv->src);
+    conv->weights_in = make_reorder(conv->user_weights, conv->weights);
+    conv->dst_out = make_reorder(conv->dst, conv->user_dst);
+    return std::shared_ptr<const DnnlConv>(conv);
+  });
+}
+
+// Per-thread scratch for reordered tensors, grown as needed and kept.
+float* scratch(int slot, size_t bytes) {
+  thread_local std::vector<float> buffers[3];
+  std::vector<float>& b = buffers[slot];
+  if (b.size() * sizeof(float) < bytes) b.resize((bytes + sizeof(float) - 1) / sizeof(float));
+  return b.data();
+}
+
+void conv2d_dnnl(const ir::KernelContext& ctx) {
+  const int threads = dnnl_rt::kernel_threads();
+  dnnl_rt::ScopedOmpThreads omp(threads);
+  std::vector<TensorType> in = {ctx.inputs[0].type, ctx.inputs[1].type};
+  if (ctx.inputs.size() == 3) in.push_back(ctx.inputs[2].type);
+  const std::shared_ptr<const DnnlConv> conv =
+      dnnl_conv2d(in, ctx.attrs, threads, ctx.deterministic);
+  const dnnl::engine& engine = dnnl_rt::cpu_engine();
+  dnnl::stream& stream = dnnl_rt::thread_stream();
+  // Each operand in the primitive's layout: the user's memory, or a reordered copy.
+  auto operand = [&](const dnnl::reorder& reorder, const dnnl::memory::desc& user,
+                     const dnnl::memory::desc& wanted, void* data, int slot) {
+    dnnl::memory user_memory(user, engine, data);
+    if (!reorder) return user_memory;
+    dnnl::memory copy(wanted, engine, scratch(slot, wanted.get_size()));
+    reorder.execute(stream, user_memory, copy);
+    return copy;
+  };
+  const dnnl::memory src = operand(conv->src_in, conv->user_src, conv->src, ctx.inputs[0].data, 0);
+  const dnnl::memory weights =
+      operand(conv->weights_in, conv->user_weights, conv->weights, ctx.inputs[1].data, 1);
+  dnnl::memory user_dst(conv->user_dst, engine, ctx.outputs[0].data);
+  dnnl::memory dst =
+      conv->dst_out ? dnnl::memory(conv->dst, engine, scratch(2, conv->dst.get_size())) : user_dst;
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+  if (conv->scratchpad.get_size() > 0) {
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 dnnl::memory(conv->scratchpad, engine,
+                              dnnl_rt::thread_scratchpad(conv->scratchpad.get_size())));
+  }
+  if (ctx.inputs.size() == 3) {
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory(conv->bias, engine, ctx.inputs[2].data));
+  }
+  conv->primitive.execute(stream, args);
+  if (conv->dst_out) conv->dst_out.execute(stream, dst, user_dst);
+  stream.wait();
+}
+
+void conv2d_kernel(const ir::KernelContext& ctx) {
+  // oneDNN convolves float32 only: float64 keeps the im2col + Eigen path.
+  if (ctx.outputs[0].type.dtype == DType::kFloat64) return conv2d_typed<double>(ctx);
+  if (ir::num_elements(ctx.outputs[0].type.shape) == 0) return;
+  conv2d_dnnl(ctx);
+}
+
+const dnnl_rt::PreparerRegistration kPrepareConv2d("conv2d", [](std::span<const TensorType> in,
+                                                                const Attrs& attrs, int threads) {
+  if (in[0].dtype != DType::kFloat32) return false;
+  dnnl_conv2d(in, attrs, threads, /*deterministic=*/false);
+  return true;
+});
 
 std::vector<RefTensor> conv2d_reference(std::span<const RefTensor> in, const Attrs& attrs) {
   const Shape& xs = in[0].shape;
@@ -233,6 +413,28 @@ const ir::OpRegistration kConv2d =
             sample({f32({1, 6, 6, 6}), f32({6, 1, 3, 3})}, conv_attrs({2, 2}, {1, 1}, {1, 1}, 6)),
             sample({f32({2, 4, 5, 5}), f32({8, 4, 1, 1}), f32({8})},
                    conv_attrs({1, 1}, {0, 0}, {1, 1}, 1)),
+            // Odd sizes, stride 2, bias.
+            sample({f32({1, 3, 11, 13}), f32({5, 3, 3, 3}), f32({5})},
+                   conv_attrs({2, 2}, {1, 1}, {1, 1}, 1)),
+            // A 7x7/2 stem with padding 3, as resnet's first conv.
+            sample({f32({1, 3, 19, 17}), f32({8, 3, 7, 7})}, conv_attrs({2, 2}, {3, 3}, {1, 1}, 1)),
+            // Strided 1x1 (resnet's downsample), no padding.
+            sample({f32({1, 16, 9, 9}), f32({32, 16, 1, 1})},
+                   conv_attrs({2, 2}, {0, 0}, {1, 1}, 1)),
+            // Channels in whole SIMD blocks, bias.
+            sample({f32({1, 64, 10, 10}), f32({64, 64, 3, 3}), f32({64})},
+                   conv_attrs({1, 1}, {1, 1}, {1, 1}, 1)),
+            // Groups of 8 channels.
+            sample({f32({1, 32, 8, 8}), f32({64, 8, 3, 3})}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 4)),
+            // Depthwise, dilated, unequal strides.
+            sample({f32({2, 8, 9, 10}), f32({8, 1, 3, 3}), f32({8})},
+                   conv_attrs({2, 1}, {2, 2}, {2, 2}, 8)),
+            // Depthwise with channel multiplier 2, asymmetric padding.
+            sample({f32({1, 4, 7, 7}), f32({8, 1, 3, 3})},
+                   conv_attrs({1, 1}, {0, 1, 1, 2}, {1, 1}, 4)),
+            // Depthwise over 32 channels (mobilenet-style), stride 2.
+            sample({f32({1, 32, 12, 12}), f32({32, 1, 3, 3})},
+                   conv_attrs({2, 2}, {1, 1}, {1, 1}, 32)),
         })
         .tolerance(1e-4)
         .doc("2-D convolution (cross-correlation) of NCHW x with OIHW weight, optional bias (O)");
@@ -304,14 +506,85 @@ void pool_typed(const ir::KernelContext& ctx, bool include_pad) {
   });
 }
 
+struct DnnlPool {
+  dnnl::pooling_forward primitive;
+  dnnl::memory::desc src, dst, scratchpad;
+};
+
+// The cached oneDNN pooling primitive for float32 x of shape `xs` (see dnnl_conv2d).
+template <PoolKind Kind>
+std::shared_ptr<const DnnlPool> dnnl_pool(std::string_view op, const Shape& xs, const Attrs& attrs,
+                                          int threads) {
+  const Window w = pool_window(op, xs, attrs);
+  const bool include_pad = Kind == PoolKind::kAvg && ir::attr_bool(attrs, "count_include_pad", op);
+  // Windows never reach past the padded edge (output sizes round down), so "include padding"
+  // divides by kh * kw everywhere, as oneDNN's pooling_avg_include_padding does.
+  const dnnl::algorithm algorithm = Kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
+                                    : include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                                  : dnnl::algorithm::pooling_avg_exclude_padding;
+  dnnl_rt::PrimitiveKey key(op);
+  key.add(std::span<const int64_t>(xs))
+      .add(
+          {w.kh, w.kw, w.sh, w.sw, w.top, w.bottom, w.left, w.right, include_pad ? 1 : 0, threads});
+  return dnnl_rt::primitive_cache().get<DnnlPool>(key, [&] {
+    using tag = dnnl::memory::format_tag;
+    const auto f32 = dnnl::memory::data_type::f32;
+    auto pool = std::make_shared<DnnlPool>();
+    pool->src = dnnl::memory::desc(dnnl_dims(xs.begin(), xs.end()), f32, tag::nchw);
+    pool->dst = dnnl::memory::desc({xs[0], xs[1], w.oh, w.ow}, f32, tag::nchw);
+    const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, pool->src,
+                                           pool->dst, {w.sh, w.sw}, {w.kh, w.kw}, {w.top, w.left},
+                                           {w.bottom, w.right});
+    pool->primitive =
+        dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(desc, dnnl_rt::cpu_engine()));
+    return std::shared_ptr<const DnnlPool>(pool);
+  });
+}
+
 template <PoolKind Kind>
 void pool_kernel(const ir::KernelContext& ctx) {
   const bool include_pad =
       Kind == PoolKind::kAvg && ir::attr_bool(ctx.attrs, "count_include_pad", ctx.op_name);
+  // oneDNN pools float32 only: float64 keeps the direct loops.
   if (ctx.outputs[0].type.dtype == DType::kFloat64)
     return pool_typed<double, Kind>(ctx, include_pad);
-  pool_typed<float, Kind>(ctx, include_pad);
+  if (ir::num_elements(ctx.outputs[0].type.shape) == 0) return;
+  const int threads = dnnl_rt::kernel_threads();
+  dnnl_rt::ScopedOmpThreads omp(threads);
+  const std::shared_ptr<const DnnlPool> pool =
+      dnnl_pool<Kind>(ctx.op_name, ctx.inputs[0].type.shape, ctx.attrs, threads);
+  const dnnl::engine& engine = dnnl_rt::cpu_engine();
+  dnnl::stream& stream = dnnl_rt::thread_stream();
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, dnnl::memory(pool->src, engine, ctx.inputs[0].data)},
+      {DNNL_ARG_DST, dnnl::memory(pool->dst, engine, ctx.outputs[0].data)}};
+  if (pool->scratchpad.get_size() > 0) {
+    args.emplace(DNNL_ARG_SCRATCHPAD,
+                 dnnl::memory(pool->scratchpad, engine,
+                              dnnl_rt::thread_scratchpad(pool->scratchpad.get_size())));
+  }
+  pool->primitive.execute(stream, args);
+  stream.wait();
 }
+
+template <PoolKind Kind>
+bool prepare_pool(std::string_view op, std::span<const TensorType> in, const Attrs& attrs,
+                  int threads) {
+  if (in[0].dtype != DType::kFloat32) return false;
+  dnnl_pool<Kind>(op, in[0].shape, attrs, threads);
+  return true;
+}
+
+const dnnl_rt::PreparerRegistration kPrepareMaxPool("max_pool2d", [](std::span<const TensorType> in,
+                                                                     const Attrs& attrs,
+                                                                     int threads) {
+  return prepare_pool<PoolKind::kMax>("max_pool2d", in, attrs, threads);
+});
+const dnnl_rt::PreparerRegistration kPrepareAvgPool("avg_pool2d", [](std::span<const TensorType> in,
+                                                                     const Attrs& attrs,
+                                                                     int threads) {
+  return prepare_pool<PoolKind::kAvg>("avg_pool2d", in, attrs, threads);
+});
 
 template <PoolKind Kind>
 std::vector<RefTensor> pool_reference(std::string_view op, std::span<const RefTensor> in,
@@ -365,6 +638,8 @@ const ir::OpRegistration kMaxPool2d =
             sample({f32({2, 3, 8, 8})}, pool_attrs({2, 2}, {}, {0, 0})),
             sample({f32({1, 2, 7, 9})}, pool_attrs({3, 3}, {2, 2}, {1, 1})),
             sample({f32({1, 1, 5, 6})}, pool_attrs({2, 3}, {1, 2}, {1, 0, 0, 2})),
+            // resnet's 3x3/2 max pool with padding 1, odd size.
+            sample({f32({1, 16, 15, 15})}, pool_attrs({3, 3}, {2, 2}, {1, 1})),
         })
         .doc("max over 2-D windows of NCHW x");
 
@@ -391,6 +666,14 @@ const ir::OpRegistration kAvgPool2d =
             sample({f32({1, 2, 7, 9})}, pool_attrs({3, 3}, {2, 2}, {1, 1})),
             [] {
               ir::OpSample s = sample({f32({1, 2, 7, 9})}, pool_attrs({3, 3}, {2, 2}, {1, 1}));
+              s.attrs["count_include_pad"] = true;
+              return s;
+            }(),
+            // Asymmetric padding, odd sizes, both counts.
+            sample({f32({2, 3, 10, 7})}, pool_attrs({3, 2}, {2, 1}, {1, 2, 0, 1})),
+            [] {
+              ir::OpSample s =
+                  sample({f32({2, 3, 10, 7})}, pool_attrs({3, 2}, {2, 1}, {1, 2, 0, 1}));
               s.attrs["count_include_pad"] = true;
               return s;
             }(),

@@ -1,10 +1,27 @@
-// matmul, batch_matmul and bias_add. The products run on Eigen's GEMM over row-major Maps, split
-// into fixed blocks of output rows (independent of the thread count, so results are reproducible).
+// matmul, batch_matmul, matmul_bias and bias_add. In float32 the products run on oneDNN's matmul
+// primitive (runtime/dnnl/), plain row-major operands, transposes as strides, batch dims
+// broadcasting as oneDNN's own (size-1 dims), created once per shape and thread count:
+//  - by default, one primitive over the whole (batched) product, on runtime_num_threads OpenMP
+//    threads. oneDNN may split the k reduction across threads for some shapes (its GEMM and brgemm
+//    matmul do when m * n is small against k), so bits may change with the thread count.
+//  - with `deterministic`, fixed blocks of output rows (chosen from the shape alone, as the Eigen
+//    path below does), each run by a one-thread primitive, the blocks spread over the intra-op
+//    threads: the reduction order never depends on the thread count.
+// matmul_bias adds its bias after the product, so it rounds as matmul then add. float64 (which
+// oneDNN's matmul lacks), and shapes oneDNN refuses, run on Eigen's GEMM over row-major Maps,
+// split into the same fixed blocks of output rows.
 
 #include <Eigen/Core>
 
-#include <algorithm>
+#include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
+#include <memory>
+#include <unordered_map>
+
+#include "runtime/dnnl/engine.h"
+#include "runtime/dnnl/prepare.h"
+#include "runtime/dnnl/primitive_cache.h"
 #include "runtime/ops/expand_util.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/reference.h"
@@ -136,6 +153,157 @@ std::vector<TensorType> infer_matmul_bias(std::span<const TensorType> in, const 
   return out;
 }
 
+// ---- oneDNN ----
+
+struct DnnlMatmul {
+  dnnl::matmul primitive;
+  dnnl::memory::desc a, b, c, scratchpad;
+};
+
+using dnnl_dims = dnnl::memory::dims;
+
+// op(X) for X stored row-major with shape `stored` (rank >= 2), as a rank-`rank` oneDNN descriptor
+// (leading size-1 dims added, for oneDNN's batch broadcasting), the last two dims swapped by
+// strides when `transpose`.
+dnnl::memory::desc operand_desc(const Shape& stored, size_t rank, bool transpose) {
+  const size_t r = stored.size();
+  dnnl_dims dims(rank, 1), strides(rank, 0);
+  int64_t stride = 1;
+  for (size_t d = r; d-- > 0;) {
+    dims[rank - r + d] = stored[d];
+    strides[rank - r + d] = stride;
+    stride *= stored[d];
+  }
+  for (size_t d = 0; d < rank - r; ++d) strides[d] = std::max<int64_t>(1, stride);
+  if (transpose) {
+    std::swap(dims[rank - 1], dims[rank - 2]);
+    std::swap(strides[rank - 1], strides[rank - 2]);
+  }
+  return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+}
+
+std::shared_ptr<const DnnlMatmul> create_matmul(const dnnl::memory::desc& a,
+                                                const dnnl::memory::desc& b,
+                                                const dnnl::memory::desc& c) {
+  try {
+    auto mm = std::make_shared<DnnlMatmul>();
+    mm->a = a, mm->b = b, mm->c = c;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, dnnl_rt::cpu_engine());
+    mm->primitive = dnnl::matmul(pd);
+    mm->scratchpad = pd.scratchpad_desc();
+    return mm;
+  } catch (const dnnl::error&) {
+    return nullptr;  // unimplemented: the Eigen path runs it
+  }
+}
+
+// The whole (batched) product of float32 a and b under the transpose flags, for `threads`.
+std::shared_ptr<const DnnlMatmul> dnnl_matmul_whole(const Shape& as, const Shape& bs,
+                                                    const Shape& cs, bool ta, bool tb,
+                                                    int threads) {
+  dnnl_rt::PrimitiveKey key("matmul");
+  key.add(std::span<const int64_t>(as))
+      .add(std::span<const int64_t>(bs))
+      .add({ta ? 1 : 0, tb ? 1 : 0, threads});
+  return dnnl_rt::primitive_cache().get<DnnlMatmul>(key, [&] {
+    const size_t rank = cs.size();
+    return create_matmul(operand_desc(as, rank, ta), operand_desc(bs, rank, tb),
+                         operand_desc(cs, rank, false));
+  });
+}
+
+// One block of `rows` output rows of one matrix of the batch, on one thread: a is (m, k) stored
+// (or (k, m) when ta), b (k, n) (or (n, k)), c (rows, n) inside (m, n).
+std::shared_ptr<const DnnlMatmul> dnnl_matmul_block(const GemmShape& s, int64_t rows) {
+  dnnl_rt::PrimitiveKey key("matmul_block");
+  key.add({s.m, s.k, s.n, s.transpose_a ? 1 : 0, s.transpose_b ? 1 : 0, rows, 1});
+  return dnnl_rt::primitive_cache().get<DnnlMatmul>(key, [&] {
+    const auto f32 = dnnl::memory::data_type::f32;
+    const dnnl::memory::desc a = s.transpose_a ? dnnl::memory::desc({rows, s.k}, f32, {1, s.m})
+                                               : dnnl::memory::desc({rows, s.k}, f32, {s.k, 1});
+    const dnnl::memory::desc b = s.transpose_b ? dnnl::memory::desc({s.k, s.n}, f32, {1, s.k})
+                                               : dnnl::memory::desc({s.k, s.n}, f32, {s.n, 1});
+    return create_matmul(a, b, dnnl::memory::desc({rows, s.n}, f32, {s.n, 1}));
+  });
+}
+
+void run_matmul(const DnnlMatmul& mm, const void* a, const void* b, void* c) {
+  const dnnl::engine& engine = dnnl_rt::cpu_engine();
+  dnnl::stream& stream = dnnl_rt::thread_stream();
+  std::unordered_map<int, dnnl::memory> args = {
+      {DNNL_ARG_SRC, dnnl::memory(mm.a, engine, const_cast<void*>(a))},
+      {DNNL_ARG_WEIGHTS, dnnl::memory(mm.b, engine, const_cast<void*>(b))},
+      {DNNL_ARG_DST, dnnl::memory(mm.c, engine, c)}};
+  if (mm.scratchpad.get_size() > 0) {
+    args.emplace(
+        DNNL_ARG_SCRATCHPAD,
+        dnnl::memory(mm.scratchpad, engine, dnnl_rt::thread_scratchpad(mm.scratchpad.get_size())));
+  }
+  mm.primitive.execute(stream, args);
+  stream.wait();
+}
+
+// Row blocks: the shape decides them, never the thread count, so results are reproducible.
+int64_t block_rows_for(const GemmShape& s) {
+  return std::min(s.m, std::max({kMinBlockRows, kBlockMacs / std::max<int64_t>(1, s.k * s.n),
+                                 (s.m + kMaxRowBlocks - 1) / kMaxRowBlocks}));
+}
+
+void add_bias_rows(float* c, const float* bias, int64_t rows, int64_t n) {
+  Eigen::Map<RowMatrix<float>> block(c, rows, n);
+  block.rowwise() += Eigen::Map<const Eigen::Matrix<float, 1, Eigen::Dynamic>>(bias, n);
+}
+
+// The float32 product on oneDNN; false when oneDNN refused the shapes (Eigen then runs it).
+bool matmul_dnnl(const ir::KernelContext& ctx, const GemmShape& s, const Shape& out_batch,
+                 const std::vector<int64_t>& a_off, const std::vector<int64_t>& b_off) {
+  const TensorType& ta = ctx.inputs[0].type;
+  const TensorType& tb = ctx.inputs[1].type;
+  const TensorType& tc = ctx.outputs[0].type;
+  const float* a = ctx.inputs[0].as<float>();
+  const float* b = ctx.inputs[1].as<float>();
+  const float* bias = ctx.inputs.size() > 2 ? ctx.inputs[2].as<float>() : nullptr;
+  float* c = ctx.outputs[0].as<float>();
+  const int64_t batches = ir::num_elements(out_batch);
+  if (!ctx.deterministic) {
+    const int threads = dnnl_rt::kernel_threads();
+    dnnl_rt::ScopedOmpThreads omp(threads);
+    const std::shared_ptr<const DnnlMatmul> mm =
+        dnnl_matmul_whole(ta.shape, tb.shape, tc.shape, s.transpose_a, s.transpose_b, threads);
+    if (mm == nullptr) return false;
+    run_matmul(*mm, a, b, c);
+    if (bias != nullptr) add_bias_rows(c, bias, batches * s.m, s.n);
+    return true;
+  }
+  const int64_t block_rows = block_rows_for(s);
+  const int64_t blocks_per_matrix = (s.m + block_rows - 1) / block_rows;
+  const int64_t tail_rows = s.m - (blocks_per_matrix - 1) * block_rows;
+  std::shared_ptr<const DnnlMatmul> full, tail;
+  {
+    dnnl_rt::ScopedOmpThreads omp(1);
+    full = dnnl_matmul_block(s, block_rows);
+    tail = tail_rows == block_rows ? full : dnnl_matmul_block(s, tail_rows);
+  }
+  if (full == nullptr || tail == nullptr) return false;
+  parallel_for(batches * blocks_per_matrix, 1, [&](int64_t begin, int64_t end) {
+    // One OpenMP thread: oneDNN runs each block inline on this (TBB or calling) thread.
+    dnnl_rt::ScopedOmpThreads omp(1);
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t batch = item / blocks_per_matrix;
+      const int64_t r0 = (item % blocks_per_matrix) * block_rows;
+      const int64_t rows = std::min(s.m, r0 + block_rows) - r0;
+      const float* a_batch = a + a_off[batch] * s.m * s.k;
+      float* c_block = c + (batch * s.m + r0) * s.n;
+      run_matmul(rows == block_rows ? *full : *tail, a_batch + (s.transpose_a ? r0 : r0 * s.k),
+                 b + b_off[batch] * s.k * s.n, c_block);
+      if (bias != nullptr) add_bias_rows(c_block, bias, rows, s.n);
+    }
+  });
+  return true;
+}
+
 void matmul_kernel(const ir::KernelContext& ctx) {
   const TensorType& ta = ctx.inputs[0].type;
   const TensorType& tb = ctx.inputs[1].type;
@@ -153,10 +321,13 @@ void matmul_kernel(const ir::KernelContext& ctx) {
       batch_offsets(Shape(tb.shape.begin(), tb.shape.end() - 2), out_batch);
   const int64_t batches = ir::num_elements(out_batch);
   if (s.m == 0 || s.n == 0 || batches == 0) return;
+  // oneDNN multiplies float32 only (with k == 0 it would leave c unwritten): float64, and any
+  // shape oneDNN refuses, keep the Eigen path.
+  if (tc.dtype == DType::kFloat32 && s.k > 0 && matmul_dnnl(ctx, s, out_batch, a_off, b_off)) {
+    return;
+  }
   // Blocks depend on the shape alone, never on the thread count: results are reproducible.
-  const int64_t block_rows =
-      std::min(s.m, std::max({kMinBlockRows, kBlockMacs / std::max<int64_t>(1, s.k * s.n),
-                              (s.m + kMaxRowBlocks - 1) / kMaxRowBlocks}));
+  const int64_t block_rows = block_rows_for(s);
   const int64_t blocks_per_matrix = (s.m + block_rows - 1) / block_rows;
   ir::visit_dtype(tc.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -254,6 +425,9 @@ const ir::OpRegistration kMatmul =
             // Several row blocks in parallel.
             sample({f32({130, 256}), f32({256, 64})}, transposes(false, false)),
             sample({f32({256, 130}), f32({64, 256})}, transposes(true, true)),
+            // A long k against a small m * n; a row vector.
+            sample({f32({4, 3000}), f32({3000, 5})}, transposes(false, false)),
+            sample({f32({1, 96}), f32({80, 96})}, transposes(false, true)),
         })
         .tolerance(1e-4)
         .doc("matrix product of two rank-2 tensors: (m, k) x (k, n) -> (m, n)");
@@ -301,9 +475,37 @@ const ir::OpRegistration kBatchMatmul =
             sample({f32({3, 1, 2, 4}), f32({2, 4, 6})}, transposes(false, false)),
             sample({f32({4, 3}), f32({2, 4, 5})}, transposes(true, false)),
             sample({f32({2, 4, 16, 8}), f32({2, 4, 16, 8})}, transposes(false, true)),
+            // Broadcasting on both sides, odd sizes, transposed a.
+            sample({f32({2, 1, 3, 9, 5}), f32({4, 1, 9, 7})}, transposes(true, false)),
+            sample({f32({3, 33, 17}), f32({17, 19})}, transposes(false, false)),
         })
         .tolerance(1e-4)
         .doc("matrix product over the last two dims; leading (batch) dims broadcast numpy-style");
+
+// The primitive matmul_kernel runs for float32 inputs in the default (non-deterministic) mode.
+bool prepare_matmul(std::string_view op, std::span<const TensorType> in, const Attrs& attrs,
+                    int threads) {
+  if (in[0].dtype != DType::kFloat32) return false;
+  Attrs filled = attrs;
+  const std::vector<TensorType> out = ir::get_op(op).infer_types(in, filled);
+  const GemmShape s = check_gemm(op, in[0], in[1], filled);
+  if (s.k == 0) return false;
+  return dnnl_matmul_whole(in[0].shape, in[1].shape, out[0].shape, s.transpose_a, s.transpose_b,
+                           threads) != nullptr;
+}
+
+const dnnl_rt::PreparerRegistration kPrepareMatmul("matmul", [](std::span<const TensorType> in,
+                                                                const Attrs& attrs, int threads) {
+  return prepare_matmul("matmul", in, attrs, threads);
+});
+const dnnl_rt::PreparerRegistration kPrepareMatmulBias(
+    "matmul_bias", [](std::span<const TensorType> in, const Attrs& attrs, int threads) {
+      return prepare_matmul("matmul_bias", in, attrs, threads);
+    });
+const dnnl_rt::PreparerRegistration kPrepareBatchMatmul(
+    "batch_matmul", [](std::span<const TensorType> in, const Attrs& attrs, int threads) {
+      return prepare_matmul("batch_matmul", in, attrs, threads);
+    });
 
 // bias_add(x, bias) {axis}: x + bias along one axis of x (the feature axis, last by default; 1 for
 // NCHW activations).

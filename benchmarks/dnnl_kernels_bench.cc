@@ -1,0 +1,173 @@
+// The float32 conv2d and matmul kernels (oneDNN, runtime/dnnl/) on resnet18's distinct conv shapes
+// (batch 1, 224x224 input), a mobilenet_v2-style depthwise 3x3 and three GEMMs, each reporting
+// GFLOP/s, next to this machine's FMA peak (a tight AVX-512 FMA loop per thread), so each figure
+// reads as a fraction of peak:
+//   flock /work/.build.lock build/benchmarks/dnnl_kernels_bench --benchmark_min_time=0.3
+// The second argument of every case is the intra-op thread count (runtime_num_threads).
+// BM_ConvThenRelu times a conv followed by an elementwise op (OpenMP team, then TBB arena), to see
+// whether the two thread pools get in each other's way; compare with OMP_WAIT_POLICY=passive.
+
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ir/op_def.h"
+#include "runtime/parallel.h"
+
+namespace {
+
+using namespace mf;
+
+struct Buffer {
+  ir::TensorType type;
+  std::vector<float> data;
+  explicit Buffer(ir::Shape shape) : type{ir::DType::kFloat32, std::move(shape)} {
+    data.resize(ir::num_elements(type.shape));
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    for (float& v : data) v = dist(rng);
+  }
+  ir::TensorView view() { return {data.data(), type}; }
+};
+
+// Runs one op's kernel through the registry, as an executor would, timing the kernel only.
+void run_op(benchmark::State& state, const std::string& name, std::vector<ir::Shape> inputs,
+            ir::Attrs attrs, double flops) {
+  const ir::OpDef& op = ir::get_op(name);
+  std::vector<ir::TensorType> types;
+  std::vector<Buffer> in;
+  for (ir::Shape& s : inputs) {
+    in.emplace_back(s);
+    types.push_back(in.back().type);
+  }
+  const std::vector<ir::TensorType> out_types = op.infer_types(types, attrs);
+  Buffer out(out_types[0].shape);
+  std::vector<ir::TensorView> in_views, out_views{out.view()};
+  for (Buffer& b : in) in_views.push_back(b.view());
+  runtime::ScopedIntraOpThreads threads(static_cast<int>(state.range(1)));
+  const ir::KernelContext ctx{in_views, out_views, attrs, op.name, false};
+  op.kernel(ctx);  // creates the primitive outside the timing
+  for (auto _ : state) {
+    op.kernel(ctx);
+    benchmark::DoNotOptimize(out.data.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+
+struct ConvShape {
+  const char* label;
+  int64_t c, h, o, k, stride, pad, groups;
+};
+
+// resnet18 (batch 1, 224x224): every distinct conv, then a depthwise 3x3 as in mobilenet_v2.
+const ConvShape kConvs[] = {
+    {"7x7s2_3to64_224", 3, 224, 64, 7, 2, 3, 1},
+    {"3x3_64to64_56", 64, 56, 64, 3, 1, 1, 1},
+    {"3x3s2_64to128_56", 64, 56, 128, 3, 2, 1, 1},
+    {"1x1s2_64to128_56", 64, 56, 128, 1, 2, 0, 1},
+    {"3x3_128to128_28", 128, 28, 128, 3, 1, 1, 1},
+    {"3x3s2_128to256_28", 128, 28, 256, 3, 2, 1, 1},
+    {"1x1s2_128to256_28", 128, 28, 256, 1, 2, 0, 1},
+    {"3x3_256to256_14", 256, 14, 256, 3, 1, 1, 1},
+    {"3x3s2_256to512_14", 256, 14, 512, 3, 2, 1, 1},
+    {"1x1s2_256to512_14", 256, 14, 512, 1, 2, 0, 1},
+    {"3x3_512to512_7", 512, 7, 512, 3, 1, 1, 1},
+    {"dw3x3_144_56", 144, 56, 144, 3, 1, 1, 144},
+};
+
+void BM_Conv(benchmark::State& state) {
+  const ConvShape& s = kConvs[state.range(0)];
+  state.SetLabel(s.label);
+  const int64_t out = (s.h + 2 * s.pad - s.k) / s.stride + 1;
+  const double flops = 2.0 * s.o * out * out * (s.c / s.groups) * s.k * s.k;
+  run_op(state, "conv2d", {{1, s.c, s.h, s.h}, {s.o, s.c / s.groups, s.k, s.k}},
+         {{"stride", std::vector<int64_t>{s.stride, s.stride}},
+          {"padding", std::vector<int64_t>{s.pad, s.pad}},
+          {"dilation", std::vector<int64_t>{1, 1}},
+          {"groups", s.groups}},
+         flops);
+}
+BENCHMARK(BM_Conv)
+    ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kConvs) - 1, 1), {1, 2}})
+    ->Unit(benchmark::kMicrosecond);
+
+struct GemmShape {
+  int64_t m, k, n;
+};
+const GemmShape kGemms[] = {{64, 784, 512}, {64, 512, 512}, {1024, 256, 1024}};
+
+void BM_Matmul(benchmark::State& state) {
+  const GemmShape& g = kGemms[state.range(0)];
+  state.SetLabel(std::to_string(g.m) + "x" + std::to_string(g.k) + "x" + std::to_string(g.n));
+  run_op(state, "matmul", {{g.m, g.k}, {g.k, g.n}}, {}, 2.0 * g.m * g.k * g.n);
+}
+BENCHMARK(BM_Matmul)->ArgsProduct({{0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
+
+// A conv (oneDNN's OpenMP team) then relu on its output (the TBB arena), back to back.
+void BM_ConvThenRelu(benchmark::State& state) {
+  const ir::OpDef& conv = ir::get_op("conv2d");
+  const ir::OpDef& relu = ir::get_op("relu");
+  Buffer x({1, 64, 56, 56}), w({64, 64, 3, 3}), y({1, 64, 56, 56}), z({1, 64, 56, 56});
+  ir::Attrs conv_attrs = {{"padding", std::vector<int64_t>{1, 1}}};
+  ir::Attrs relu_attrs;
+  const ir::TensorType conv_in[] = {x.type, w.type};
+  conv.infer_types(conv_in, conv_attrs);
+  const ir::TensorType relu_in[] = {y.type};
+  relu.infer_types(relu_in, relu_attrs);
+  const ir::TensorView conv_views[] = {x.view(), w.view()};
+  const ir::TensorView y_view[] = {y.view()};
+  const ir::TensorView z_view[] = {z.view()};
+  runtime::ScopedIntraOpThreads threads(static_cast<int>(state.range(0)));
+  const ir::KernelContext conv_ctx{conv_views, y_view, conv_attrs, conv.name, false};
+  const ir::KernelContext relu_ctx{y_view, z_view, relu_attrs, relu.name, false};
+  for (auto _ : state) {
+    conv.kernel(conv_ctx);
+    for (int i = 0; i < 4; ++i) relu.kernel(relu_ctx);
+    benchmark::DoNotOptimize(z.data.data());
+  }
+}
+BENCHMARK(BM_ConvThenRelu)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
+
+// The FMA peak: 16 independent zmm accumulators (latency 4 x 2 pipes, with room), per thread.
+__attribute__((target("avx512f"), noinline)) float fma_loop(int64_t iterations) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(0.001f * i);
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iterations; ++it) {
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+    __asm__ volatile(""
+                     : "+v"(acc[0]), "+v"(acc[1]), "+v"(acc[2]), "+v"(acc[3]), "+v"(acc[4]),
+                       "+v"(acc[5]), "+v"(acc[6]), "+v"(acc[7]));
+  }
+  __m512 sum = acc[0];
+  for (int i = 1; i < 16; ++i) sum = _mm512_add_ps(sum, acc[i]);
+  return _mm512_reduce_add_ps(sum);
+}
+
+void BM_FmaPeak(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  constexpr int64_t kIterations = 1 << 22;
+  std::atomic<float> sink{0};
+  for (auto _ : state) {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&] { sink = sink + fma_loop(kIterations); });
+    for (std::thread& th : pool) th.join();
+  }
+  benchmark::DoNotOptimize(sink.load());
+  const double flops = 2.0 * 16 * 16 * kIterations * threads;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,47 @@
+#pragma once
+// The oneDNN CPU engine the kernels share, a stream per calling thread, and the OpenMP thread count
+// of the primitives they run. Light on purpose: oneDNN's own headers stay inside the .cc files that
+// create and run primitives (runtime/ops/conv.cc, matmul.cc, runtime/dnnl/engine.cc).
+
+#include <cstddef>
+
+namespace dnnl {
+struct engine;
+struct stream;
+}  // namespace dnnl
+
+namespace mf::runtime::dnnl_rt {
+
+// The process-wide CPU engine, created on first use.
+const dnnl::engine& cpu_engine();
+
+// An in-order stream on cpu_engine() for the calling thread.
+dnnl::stream& thread_stream();
+
+// A per-thread buffer of at least `bytes` (64-byte aligned, kept and grown) for a primitive's
+// scratchpad. Every primitive is created with scratchpad_mode::user and gets this at execution:
+// with oneDNN's own (library) scratchpad, one primitive run from two threads at once (the row
+// blocks of a deterministic matmul) shared its scratch memory and the results changed from run to
+// run.
+void* thread_scratchpad(size_t bytes);
+
+// The OpenMP thread count a primitive is created for and runs with on the calling thread: the
+// kernel's intra-op thread count (runtime_num_threads, runtime/parallel.h). Part of every
+// primitive's cache key.
+int kernel_threads();
+
+// Sets OpenMP's thread count (omp_set_num_threads) for regions started from the calling thread
+// while alive, restoring the previous count after. oneDNN (OpenMP runtime) reads it both when a
+// primitive is created (its work split) and when it runs (the team size).
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int threads);
+  ~ScopedOmpThreads();
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+
+ private:
+  int previous_;
+};
+
+}  // namespace mf::runtime::dnnl_rt

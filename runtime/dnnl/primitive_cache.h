@@ -1,0 +1,95 @@
+#pragma once
+// A bounded, thread-safe LRU cache of created oneDNN primitives (or anything a kernel prepares once
+// per shape), keyed by the op kind and every number the primitive depends on: shapes, strides,
+// attributes, post-ops and the thread count it was created for. Light: entries are type-erased, so
+// this header needs no oneDNN include; each kernel stores its own struct (primitive + descriptors).
+//
+// A kernel calls get() on every run: the first run of a shape creates, later runs only look up.
+// A compile-time step can call the same function ahead of the first run to prepare the entry.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace mf::runtime::dnnl_rt {
+
+class PrimitiveKey {
+ public:
+  explicit PrimitiveKey(std::string_view kind) : kind_(kind) {}
+  PrimitiveKey& add(int64_t v) {
+    values_.push_back(v);
+    return *this;
+  }
+  // A list, length first, so [1, 2] + [3] and [1] + [2, 3] differ.
+  PrimitiveKey& add(std::span<const int64_t> v) {
+    values_.push_back(static_cast<int64_t>(v.size()));
+    values_.insert(values_.end(), v.begin(), v.end());
+    return *this;
+  }
+  PrimitiveKey& add(std::initializer_list<int64_t> v) {
+    return add(std::span<const int64_t>(v.begin(), v.size()));
+  }
+  bool operator==(const PrimitiveKey&) const = default;
+  size_t hash() const;
+  std::string to_string() const;  // "conv2d[1, 3, 224, ...]", for messages
+
+ private:
+  std::string kind_;
+  std::vector<int64_t> values_;
+};
+
+struct PrimitiveCacheStats {
+  int64_t hits = 0;
+  int64_t creations = 0;  // create() calls: misses
+  int64_t evictions = 0;
+  size_t size = 0;
+  size_t capacity = 0;
+};
+
+class PrimitiveCache {
+ public:
+  explicit PrimitiveCache(size_t capacity);
+
+  // The entry for `key`, made by create() (returning std::shared_ptr<const T>) on a miss. create()
+  // runs outside the lock: two threads missing the same key at once may both create; the first
+  // stored is kept and returned to both.
+  template <typename T, typename Create>
+  std::shared_ptr<const T> get(const PrimitiveKey& key, Create&& create) {
+    return std::static_pointer_cast<const T>(
+        get_erased(key, [&]() -> std::shared_ptr<const void> { return create(); }));
+  }
+
+  PrimitiveCacheStats stats() const;
+  void set_capacity(size_t capacity);  // evicts the least recently used beyond it
+  void clear();                        // drops entries; counters stay
+
+ private:
+  struct KeyHash {
+    size_t operator()(const PrimitiveKey& k) const { return k.hash(); }
+  };
+  using Entry = std::pair<PrimitiveKey, std::shared_ptr<const void>>;
+
+  std::shared_ptr<const void> get_erased(
+      const PrimitiveKey& key, const std::function<std::shared_ptr<const void>()>& create);
+  void evict_locked();
+
+  mutable std::mutex mutex_;
+  size_t capacity_;
+  std::list<Entry> lru_;  // most recently used first
+  std::unordered_map<PrimitiveKey, std::list<Entry>::iterator, KeyHash> index_;
+  PrimitiveCacheStats stats_;
+};
+
+// The cache the kernels use (capacity 1024 entries).
+PrimitiveCache& primitive_cache();
+
+}  // namespace mf::runtime::dnnl_rt

@@ -1,0 +1,187 @@
+// The oneDNN layer under the float32 conv2d, pool and matmul kernels: the primitive cache is
+// bounded and creates a primitive once per shape; with `deterministic`, conv2d and the products
+// give the same bytes at 1 and 2 intra-op threads and from run to run.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "ir/op_def.h"
+#include "runtime/dnnl/prepare.h"
+#include "runtime/dnnl/primitive_cache.h"
+#include "runtime/parallel.h"
+#include "tests/runtime/ops_test_util.h"
+
+namespace mf::runtime::dnnl_rt {
+namespace {
+
+using ops::testing::HostTensor;
+
+TEST(PrimitiveCache, IsBoundedAndEvictsTheLeastRecentlyUsed) {
+  PrimitiveCache cache(2);
+  int made = 0;
+  auto make = [&] { return std::make_shared<const int>(++made); };
+  const PrimitiveKey k1 = PrimitiveKey("a").add({1, 2});
+  const PrimitiveKey k2 = PrimitiveKey("a").add({1}).add({2});  // lists differ from k1's
+  const PrimitiveKey k3 = PrimitiveKey("b").add({1, 2});
+  EXPECT_EQ(*cache.get<int>(k1, make), 1);
+  EXPECT_EQ(*cache.get<int>(k2, make), 2);
+  EXPECT_EQ(*cache.get<int>(k1, make), 1);  // a hit, and k1 is now the most recent
+  EXPECT_EQ(*cache.get<int>(k3, make), 3);  // evicts k2
+  PrimitiveCacheStats s = cache.stats();
+  EXPECT_EQ(s.size, 2u);
+  EXPECT_EQ(s.capacity, 2u);
+  EXPECT_EQ(s.creations, 3);
+  EXPECT_EQ(s.hits, 1);
+  EXPECT_EQ(s.evictions, 1);
+  EXPECT_EQ(*cache.get<int>(k1, make), 1);
+  EXPECT_EQ(*cache.get<int>(k2, make), 4);  // created again
+  s = cache.stats();
+  EXPECT_EQ(s.size, 2u);
+  EXPECT_EQ(s.evictions, 2);
+  // Many distinct keys never grow it past its capacity.
+  for (int64_t i = 0; i < 100; ++i) cache.get<int>(PrimitiveKey("c").add(i), make);
+  EXPECT_EQ(cache.stats().size, 2u);
+  cache.set_capacity(1);
+  EXPECT_EQ(cache.stats().size, 1u);
+}
+
+std::vector<HostTensor> random_inputs(const std::vector<ir::TensorType>& types, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<HostTensor> out;
+  for (const ir::TensorType& t : types) {
+    std::vector<double> v(ir::num_elements(t.shape));
+    for (double& x : v) x = dist(rng);
+    out.push_back(HostTensor::from_doubles(t, v));
+  }
+  return out;
+}
+
+HostTensor run(std::string_view name, std::vector<HostTensor>& inputs, ir::Attrs attrs, int threads,
+               bool deterministic) {
+  const ir::OpDef& op = ir::get_op(name);
+  std::vector<ir::TensorType> types;
+  for (const HostTensor& t : inputs) types.push_back(t.type);
+  const std::vector<ir::TensorType> out_types = op.infer_types(types, attrs);
+  HostTensor out(out_types[0]);
+  std::vector<ir::TensorView> in_views, out_views{out.view()};
+  for (HostTensor& t : inputs) in_views.push_back(t.view());
+  ScopedIntraOpThreads scope(threads);
+  op.kernel(ir::KernelContext{in_views, out_views, attrs, op.name, deterministic});
+  return out;
+}
+
+ir::Attrs conv(std::vector<int64_t> stride, std::vector<int64_t> padding, int64_t groups,
+               std::vector<int64_t> dilation = {1, 1}) {
+  return {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
+}
+
+TEST(DnnlKernels, ASecondRunOfTheSameShapeCreatesNothing) {
+  struct Case {
+    std::string op;
+    std::vector<ir::TensorType> inputs;
+    ir::Attrs attrs;
+  };
+  const std::vector<Case> cases = {
+      {"conv2d",
+       {{ir::DType::kFloat32, {1, 8, 13, 11}}, {ir::DType::kFloat32, {16, 8, 3, 3}}},
+       conv({2, 1}, {1, 1}, 1)},
+      {"max_pool2d",
+       {{ir::DType::kFloat32, {1, 4, 9, 9}}},
+       {{"kernel", std::vector<int64_t>{3, 3}}}},
+      {"matmul", {{ir::DType::kFloat32, {17, 33}}, {ir::DType::kFloat32, {33, 9}}}, {}},
+      {"batch_matmul",
+       {{ir::DType::kFloat32, {2, 1, 5, 7}}, {ir::DType::kFloat32, {3, 9, 7}}},
+       {{"transpose_b", true}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    for (bool deterministic : {false, true}) {
+      std::vector<HostTensor> in = random_inputs(c.inputs, 1);
+      run(c.op, in, c.attrs, 2, deterministic);
+      const int64_t before = primitive_cache().stats().creations;
+      const HostTensor first = run(c.op, in, c.attrs, 2, deterministic);
+      const HostTensor second = run(c.op, in, c.attrs, 2, deterministic);
+      EXPECT_EQ(primitive_cache().stats().creations, before) << "deterministic " << deterministic;
+      EXPECT_TRUE(first.same_bytes(second));
+    }
+    // prepare() creates what the kernel will use: after it, the first run creates nothing.
+    ir::Attrs attrs = c.attrs;
+    ir::get_op(c.op).infer_types(c.inputs, attrs);
+    ASSERT_TRUE(prepare(c.op, c.inputs, attrs, 1));
+    const int64_t before = primitive_cache().stats().creations;
+    std::vector<HostTensor> in = random_inputs(c.inputs, 2);
+    run(c.op, in, c.attrs, 1, false);
+    EXPECT_EQ(primitive_cache().stats().creations, before);
+  }
+  // float64 has no oneDNN path: prepare says so.
+  const std::vector<ir::TensorType> f64 = {{ir::DType::kFloat64, {2, 3}},
+                                           {ir::DType::kFloat64, {3, 4}}};
+  EXPECT_FALSE(prepare("matmul", f64, {{"transpose_a", false}, {"transpose_b", false}}, 1));
+}
+
+struct DeterminismCase {
+  std::string op;
+  std::vector<ir::TensorType> inputs;
+  ir::Attrs attrs;
+};
+
+void expect_same_bits_at_1_and_2_threads(const DeterminismCase& c) {
+  std::vector<HostTensor> in = random_inputs(c.inputs, 7);
+  const HostTensor one = run(c.op, in, c.attrs, 1, true);
+  const HostTensor two = run(c.op, in, c.attrs, 2, true);
+  const HostTensor again = run(c.op, in, c.attrs, 2, true);
+  ASSERT_EQ(one.type, two.type);
+  EXPECT_EQ(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)), 0)
+      << "1 and 2 threads differ";
+  EXPECT_EQ(std::memcmp(two.data(), again.data(), two.size() * sizeof(float)), 0)
+      << "two runs differ";
+}
+
+TEST(DnnlKernels, DeterministicConvGivesTheSameBytesAtOneAndTwoThreads) {
+  const ir::DType f = ir::DType::kFloat32;
+  const std::vector<DeterminismCase> cases = {
+      // resnet18's first conv, a 3x3 and a strided 1x1 of its later stages, depthwise, dilated.
+      {"conv2d", {{f, {1, 3, 224, 224}}, {f, {64, 3, 7, 7}}}, conv({2, 2}, {3, 3}, 1)},
+      {"conv2d", {{f, {1, 64, 56, 56}}, {f, {64, 64, 3, 3}}}, conv({1, 1}, {1, 1}, 1)},
+      {"conv2d", {{f, {1, 128, 28, 28}}, {f, {256, 128, 1, 1}}}, conv({2, 2}, {0, 0}, 1)},
+      {"conv2d",
+       {{f, {1, 256, 14, 14}}, {f, {256, 256, 3, 3}}, {f, {256}}},
+       conv({1, 1}, {1, 1}, 1)},
+      {"conv2d", {{f, {2, 512, 7, 7}}, {f, {512, 512, 3, 3}}}, conv({1, 1}, {1, 1}, 1)},
+      {"conv2d", {{f, {1, 144, 56, 56}}, {f, {144, 1, 3, 3}}}, conv({1, 1}, {1, 1}, 144)},
+      {"conv2d", {{f, {1, 32, 17, 19}}, {f, {64, 8, 3, 3}}}, conv({1, 2}, {2, 1, 0, 2}, 4, {2, 2})},
+  };
+  for (const DeterminismCase& c : cases) {
+    SCOPED_TRACE(ir::shape_to_string(c.inputs[0].shape) + " * " +
+                 ir::shape_to_string(c.inputs[1].shape));
+    expect_same_bits_at_1_and_2_threads(c);
+  }
+}
+
+TEST(DnnlKernels, DeterministicMatmulGivesTheSameBytesAtOneAndTwoThreads) {
+  const ir::DType f = ir::DType::kFloat32;
+  auto t = [](bool a, bool b) { return ir::Attrs{{"transpose_a", a}, {"transpose_b", b}}; };
+  const std::vector<DeterminismCase> cases = {
+      {"matmul", {{f, {64, 784}}, {f, {784, 512}}}, t(false, false)},
+      {"matmul", {{f, {1024, 256}}, {f, {256, 1024}}}, t(false, false)},
+      // Small m * n against a long k: where a GEMM would split k across threads.
+      {"matmul", {{f, {8, 16384}}, {f, {16384, 8}}}, t(false, false)},
+      {"matmul", {{f, {4096, 16}}, {f, {16, 4096}}}, t(true, true)},
+      {"matmul_bias", {{f, {130, 256}}, {f, {64, 256}}, {f, {64}}}, t(false, true)},
+      {"batch_matmul", {{f, {4, 1, 64, 32}}, {f, {3, 64, 32}}}, t(false, true)},
+      {"batch_matmul", {{f, {12, 2048, 4}}, {f, {12, 2048, 4}}}, t(true, false)},
+  };
+  for (const DeterminismCase& c : cases) {
+    SCOPED_TRACE(c.op + " " + ir::shape_to_string(c.inputs[0].shape) + " * " +
+                 ir::shape_to_string(c.inputs[1].shape));
+    expect_same_bits_at_1_and_2_threads(c);
+  }
+}
+
+}  // namespace
+}  // namespace mf::runtime::dnnl_rt

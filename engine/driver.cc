@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "engine/compile_cache/compile_cache.h"
 #include "engine/recorder.h"
+#include "runtime/dnnl/prepare.h"
 
 namespace mf::engine {
 namespace {
@@ -54,6 +55,23 @@ runtime::RunOptions run_options(const context::Policy& policy) {
   run.deterministic = policy.deterministic.value;
   run.max_call_depth = policy.max_call_depth.value;
   return run;
+}
+
+// Creates, at compile time, the oneDNN primitives the graph's kernels will run (convolutions,
+// matmuls, pools), so the first run creates none. Returns how many nodes were prepared.
+size_t prepare_kernels(const ir::Graph& graph, const runtime::RunOptions& run) {
+  size_t prepared = 0;
+  for (const ir::Node& node : graph.nodes()) {
+    std::vector<ir::TensorType> inputs;
+    inputs.reserve(node.inputs().size());
+    for (const ir::Value& v : node.inputs()) inputs.push_back(v.type());
+    if (runtime::dnnl_rt::prepare(node.op(), inputs, node.attrs(), run.intra_op_threads,
+                                  run.deterministic)) {
+      ++prepared;
+    }
+  }
+  for (const ir::Graph* sub : graph.subgraphs()) prepared += prepare_kernels(*sub, run);
+  return prepared;
 }
 
 }  // namespace
@@ -120,6 +138,9 @@ std::unique_ptr<CompiledNetwork> compile(std::unique_ptr<ir::Graph> graph,
     network->cache_note = cached->note;
   }
   network->executor = make_executor(options.executor, network->compiled.plan);
+  if (!options.precompile_only) {
+    network->prepared_kernels = prepare_kernels(*network->compiled.graph, options.run);
+  }
   network->compile_ms = millis_since(start);
   return network;
 }

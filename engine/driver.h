@@ -40,7 +40,8 @@ struct CompiledNetwork {
   context::JitLevel jit_level = context::JitLevel::kO0;
   passes::CompiledGraph compiled;
   std::unique_ptr<runtime::GraphExecutor> executor;
-  double compile_ms = 0;  // key, lookup, passes or load, store, executor
+  double compile_ms = 0;        // key, lookup, passes or load, store, executor, kernel preparation
+  size_t prepared_kernels = 0;  // nodes whose oneDNN primitives were created at compile time
   // enable_compile_cache: whether the graph was loaded, the key, and what happened ("loaded, ...",
   // "stored in DIR; nearest entry ... differs in: ..."). Empty key: the cache was off.
   bool cache_hit = false;
@@ -49,6 +50,8 @@ struct CompiledNetwork {
 
 // Compiles `graph` (a trace or a parsed graph) under `options`. With options.compile_cache a hit
 // loads the stored graph and plan instead of running any pass, and a miss stores what it compiled.
+// Then the oneDNN primitives of its kernels are created (unless precompile_only), so the first run
+// creates none.
 // `input` is the input type the cache key names (a cell's input; for a parsed graph its first
 // parameter: every parameter's type is in the graph's canonical form anyway).
 std::unique_ptr<CompiledNetwork> compile(std::unique_ptr<ir::Graph> graph,

@@ -96,6 +96,7 @@ CompiledCell& find_or_compile(nn::Cell& cell, const Tensor& x, CompiledForms& fo
     report.cache_hit = network.cache_hit;
     report.cache_key = network.cache_key;
     report.cache_note = network.cache_note;
+    report.prepared_kernels = network.prepared_kernels;
     log::info("compiled {} at jit_level {} in {:.3g} ms (trace {:.3g} ms)", cell.class_name(),
               context::to_string(network.jit_level), network.compile_ms, form->trace_ms);
   }

@@ -164,6 +164,7 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
     report_.cache_hit = network->cache_hit;
     report_.cache_key = network->cache_key;
     report_.cache_note = network->cache_note;
+    report_.prepared_kernels = network->prepared_kernels;
   }
   report_.planned_peak_bytes = network->compiled.plan->planned_peak_bytes;
   report_.executor = std::string(network->executor->name());

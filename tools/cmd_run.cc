@@ -52,10 +52,11 @@ std::vector<std::pair<std::string, nn::Cell*>> mark_jit_cells(nn::Cell& net,
 
 void print_graph_report(const std::string& label, const engine::GraphRunReport& report) {
   std::printf(
-      "%s: compiled in %.3g ms (trace %.3g ms), jit_level %s, fusion %d, %s, planned peak %s\n",
+      "%s: compiled in %.3g ms (trace %.3g ms), jit_level %s, fusion %d, %s, planned peak %s, "
+      "%zu kernels prepared\n",
       label.c_str(), report.compile_ms, report.trace_ms, report.jit_level.c_str(),
       report.fusion_level, report.executor.c_str(),
-      runtime::format_bytes(report.planned_peak_bytes).c_str());
+      runtime::format_bytes(report.planned_peak_bytes).c_str(), report.prepared_kernels);
   if (!report.cache_key.empty()) {
     std::printf("compile cache: %s %s (%s)\n", report.cache_hit ? "hit" : "miss",
                 report.cache_key.c_str(), report.cache_note.c_str());

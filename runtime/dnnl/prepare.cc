@@ -28,7 +28,7 @@ PreparerRegistration::PreparerRegistration(std::string_view op, PrepareFn fn) {
 }
 
 bool prepare(std::string_view op, std::span<const ir::TensorType> inputs, const ir::Attrs& attrs,
-             int threads) {
+             int threads, bool deterministic) {
   PrepareFn fn = nullptr;
   {
     Registry& r = registry();
@@ -39,7 +39,7 @@ bool prepare(std::string_view op, std::span<const ir::TensorType> inputs, const 
   }
   // oneDNN sizes a primitive's work split by OpenMP's thread count at creation.
   ScopedOmpThreads omp(threads);
-  return fn(inputs, attrs, threads);
+  return fn(inputs, attrs, threads, deterministic);
 }
 
 }  // namespace mf::runtime::dnnl_rt

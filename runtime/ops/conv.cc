@@ -357,9 +357,10 @@ void conv2d_kernel(const ir::KernelContext& ctx) {
 }
 
 const dnnl_rt::PreparerRegistration kPrepareConv2d("conv2d", [](std::span<const TensorType> in,
-                                                                const Attrs& attrs, int threads) {
+                                                                const Attrs& attrs, int threads,
+                                                                bool deterministic) {
   if (in[0].dtype != DType::kFloat32) return false;
-  dnnl_conv2d(in, attrs, threads, /*deterministic=*/false);
+  dnnl_conv2d(in, attrs, threads, deterministic);
   return true;
 });
 
@@ -582,12 +583,12 @@ bool prepare_pool(std::string_view op, std::span<const TensorType> in, const Att
 
 const dnnl_rt::PreparerRegistration kPrepareMaxPool("max_pool2d", [](std::span<const TensorType> in,
                                                                      const Attrs& attrs,
-                                                                     int threads) {
+                                                                     int threads, bool) {
   return prepare_pool<PoolKind::kMax>("max_pool2d", in, attrs, threads);
 });
 const dnnl_rt::PreparerRegistration kPrepareAvgPool("avg_pool2d", [](std::span<const TensorType> in,
                                                                      const Attrs& attrs,
-                                                                     int threads) {
+                                                                     int threads, bool) {
   return prepare_pool<PoolKind::kAvg>("avg_pool2d", in, attrs, threads);
 });
 

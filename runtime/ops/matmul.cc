@@ -483,9 +483,10 @@ const ir::OpRegistration kBatchMatmul =
         .doc("matrix product over the last two dims; leading (batch) dims broadcast numpy-style");
 
 // The primitive matmul_kernel runs for float32 inputs in the default (non-deterministic) mode.
+// Deterministic runs use one-thread primitives per fixed row block, made at their first run.
 bool prepare_matmul(std::string_view op, std::span<const TensorType> in, const Attrs& attrs,
-                    int threads) {
-  if (in[0].dtype != DType::kFloat32) return false;
+                    int threads, bool deterministic) {
+  if (in[0].dtype != DType::kFloat32 || deterministic) return false;
   Attrs filled = attrs;
   const std::vector<TensorType> out = ir::get_op(op).infer_types(in, filled);
   const GemmShape s = check_gemm(op, in[0], in[1], filled);
@@ -495,16 +496,19 @@ bool prepare_matmul(std::string_view op, std::span<const TensorType> in, const A
 }
 
 const dnnl_rt::PreparerRegistration kPrepareMatmul("matmul", [](std::span<const TensorType> in,
-                                                                const Attrs& attrs, int threads) {
-  return prepare_matmul("matmul", in, attrs, threads);
+                                                                const Attrs& attrs, int threads,
+                                                                bool deterministic) {
+  return prepare_matmul("matmul", in, attrs, threads, deterministic);
 });
 const dnnl_rt::PreparerRegistration kPrepareMatmulBias(
-    "matmul_bias", [](std::span<const TensorType> in, const Attrs& attrs, int threads) {
-      return prepare_matmul("matmul_bias", in, attrs, threads);
+    "matmul_bias",
+    [](std::span<const TensorType> in, const Attrs& attrs, int threads, bool deterministic) {
+      return prepare_matmul("matmul_bias", in, attrs, threads, deterministic);
     });
 const dnnl_rt::PreparerRegistration kPrepareBatchMatmul(
-    "batch_matmul", [](std::span<const TensorType> in, const Attrs& attrs, int threads) {
-      return prepare_matmul("batch_matmul", in, attrs, threads);
+    "batch_matmul",
+    [](std::span<const TensorType> in, const Attrs& attrs, int threads, bool deterministic) {
+      return prepare_matmul("batch_matmul", in, attrs, threads, deterministic);
     });
 
 // bias_add(x, bias) {axis}: x + bias along one axis of x (the feature axis, last by default; 1 for

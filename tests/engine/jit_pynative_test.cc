@@ -11,6 +11,7 @@
 #include "engine/jit.h"
 #include "engine/nn/cell.h"
 #include "engine/ops.h"
+#include "runtime/dnnl/primitive_cache.h"
 #include "tests/engine/engine_fixture.h"
 
 namespace mf::testing {
@@ -175,6 +176,40 @@ TEST_F(JitTest, UnmarkedCellsStayOpByOpInPynative) {
   (*net)(models::find_net("mlp").make_input(0)).sync();
   EXPECT_FALSE(net->graph_report().compiled);
   EXPECT_TRUE(net->graph_report().executor.empty());
+}
+
+}  // namespace
+}  // namespace mf::testing
+
+namespace mf::testing {
+namespace {
+
+// Compiling creates the oneDNN primitives of the graph's convolutions, matmuls and pools: the
+// first run of a freshly compiled graph creates none.
+TEST_F(JitTest, CompilingPreparesTheKernelsSoTheFirstRunCreatesNothing) {
+  context::set({{"mode", "GRAPH_MODE"}});
+  // Shapes no other test uses, so their primitives cannot already be in the cache.
+  const Tensor weight = Tensor::randn({5, 3, 3, 3}, 11);
+  auto net = jit([&](const Tensor& x) {
+    Tensor y = ops::conv2d(x, weight);
+    y = ops::max_pool2d(y);
+    return ops::matmul(ops::reshape(y, {1, -1}), Tensor::randn({5 * 17 * 19, 7}, 12));
+  });
+  const Tensor x = Tensor::randn({1, 3, 37, 41}, 13);
+  const context::Snapshot snapshot = context::snapshot();
+  const context::Policy policy = context::derive_policy(snapshot);
+  engine::TraceResult trace = engine::Tracer::trace(*net, x, policy.max_call_depth.value,
+                                                    policy.reserve_class_name_in_scope.value);
+  const auto& cache = runtime::dnnl_rt::primitive_cache();
+  const int64_t before = cache.stats().creations;
+  const auto network = engine::compile(std::move(trace.graph), x.type(), policy,
+                                       context::fingerprint(snapshot, policy),
+                                       engine::driver_options(policy, "test"));
+  EXPECT_EQ(network->prepared_kernels, 3u);  // conv2d, max_pool2d, matmul
+  const int64_t after_compile = cache.stats().creations;
+  EXPECT_GE(after_compile - before, 3);
+  engine::run(*network, engine::bind_inputs(*net, trace.bindings, x), policy, snapshot, "test");
+  EXPECT_EQ(cache.stats().creations, after_compile) << "the first run created primitives";
 }
 
 }  // namespace

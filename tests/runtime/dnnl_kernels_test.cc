@@ -112,7 +112,7 @@ TEST(DnnlKernels, ASecondRunOfTheSameShapeCreatesNothing) {
     // prepare() creates what the kernel will use: after it, the first run creates nothing.
     ir::Attrs attrs = c.attrs;
     ir::get_op(c.op).infer_types(c.inputs, attrs);
-    ASSERT_TRUE(prepare(c.op, c.inputs, attrs, 1));
+    ASSERT_TRUE(prepare(c.op, c.inputs, attrs, 1, false));
     const int64_t before = primitive_cache().stats().creations;
     std::vector<HostTensor> in = random_inputs(c.inputs, 2);
     run(c.op, in, c.attrs, 1, false);

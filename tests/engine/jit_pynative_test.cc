@@ -198,7 +198,7 @@ TEST_F(JitTest, CompilingPreparesTheKernelsSoTheFirstRunCreatesNothing) {
   const Tensor x = Tensor::randn({1, 3, 37, 41}, 13);
   const context::Snapshot snapshot = context::snapshot();
   const context::Policy policy = context::derive_policy(snapshot);
-  engine::TraceResult trace = engine::Tracer::trace(*net, x, policy.max_call_depth.value,
+  engine::TraceResult trace = engine::Tracer::trace(net, x, policy.max_call_depth.value,
                                                     policy.reserve_class_name_in_scope.value);
   const auto& cache = runtime::dnnl_rt::primitive_cache();
   const int64_t before = cache.stats().creations;
@@ -208,7 +208,7 @@ TEST_F(JitTest, CompilingPreparesTheKernelsSoTheFirstRunCreatesNothing) {
   EXPECT_EQ(network->prepared_kernels, 3u);  // conv2d, max_pool2d, matmul
   const int64_t after_compile = cache.stats().creations;
   EXPECT_GE(after_compile - before, 3);
-  engine::run(*network, engine::bind_inputs(*net, trace.bindings, x), policy, snapshot, "test");
+  engine::run(*network, engine::bind_inputs(net, trace.bindings, x), policy, snapshot, "test");
   EXPECT_EQ(cache.stats().creations, after_compile) << "the first run created primitives";
 }
 

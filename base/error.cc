@@ -32,8 +32,19 @@ Error& Error::add_context(std::string line) {
 }
 
 void Error::rebuild() {
+  // An error passing through thousands of nested calls gathers a line per level: the text keeps
+  // the innermost and the outermost lines and says how many were left out (context() has all).
+  constexpr size_t kHead = 20, kTail = 10;
   full_ = message_;
-  for (const auto& line : context_) full_ += "\n  " + line;
+  const size_t n = context_.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (n > kHead + kTail + 1 && i == kHead) {
+      full_ += "\n  ... (" + std::to_string(n - kHead - kTail) + " more context lines)";
+      i = n - kTail - 1;
+      continue;
+    }
+    full_ += "\n  " + context_[i];
+  }
 }
 
 namespace detail {
@@ -46,5 +57,11 @@ void throw_error(ErrorKind kind, std::string message, const char* file, int line
   throw Error(kind, std::move(message));
 }
 }  // namespace detail
+
+std::string cut_for_message(std::string_view text, size_t max_chars) {
+  if (text.size() <= max_chars) return std::string(text);
+  return std::string(text.substr(0, max_chars)) + "... (" +
+         std::to_string(text.size() - max_chars) + " more characters)";
+}
 
 }  // namespace mf

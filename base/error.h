@@ -46,6 +46,10 @@ class Error : public std::runtime_error {
   std::string full_;
 };
 
+// Cuts text quoted in an error message to at most max_chars: the head, then
+// "... (N more characters)", so that hostile input never makes a message of hundreds of KB.
+std::string cut_for_message(std::string_view text, size_t max_chars = 200);
+
 namespace detail {
 template <typename... Args>
 std::string str_cat(const Args&... args) {

@@ -8,19 +8,38 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/file_reader.h"
 
 namespace mf::context {
 
+void check_json_depth(std::string_view text, std::string_view what, std::string_view source) {
+  // Counted before parsing: nlohmann builds, copies, dumps and destroys values recursively, so a
+  // document nested 100,000 deep would exhaust the stack after a successful parse.
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      MF_CHECK(++depth <= kMaxJsonDepth, InvalidArgument, what, source.empty() ? "" : " '", source,
+               source.empty() ? "" : "'", " nests arrays and objects more than ", kMaxJsonDepth,
+               " deep (at byte ", i, "); flatten it");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
 nlohmann::json read_json_document(const std::filesystem::path& file, std::string_view what) {
-  std::error_code ec;
-  MF_CHECK(!std::filesystem::is_directory(file, ec), InvalidArgument, "cannot read ", what, " '",
-           file.string(), "': it is a directory, not a JSON file");
-  std::ifstream in(file, std::ios::binary);
-  MF_CHECK(in.good(), NotFound, "cannot read ", what, " '", file.string(),
-           "': ", std::strerror(errno));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::string text = read_regular_file(file, kMaxTextFileBytes, what);
+  check_json_depth(text, what, file.string());
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {

@@ -14,6 +14,12 @@ namespace {
 
 using VT = ValueType;
 
+// The largest max_call_depth: each call level costs the PYNATIVE interpreter (engine/ir_runner.cc)
+// and the executors (runtime/kernel_executor.cc) a few stack frames. Measured with a chain of
+// nested calls on the default 8 MiB main-thread stack (tests/engine/hostile_input_test.cc,
+// MF_TEST_CALL_DEPTH): see the key's doc for the margin kept.
+constexpr std::int64_t kMaxCallDepthBound = 4000;
+
 // Defaults, ranges and devices follow ../shared/seeds/set_context.zh.rst (the newest document);
 // where this engine gives a key a real effect on CPU although the document lists it for GPU/Ascend
 // only, `effective_on_cpu` says so and the doc line ends with "(CPU: ...)".
@@ -203,7 +209,10 @@ std::vector<KeySpec> make_context_keys() {
        .default_value = 1000,
        .example = 80,
        .min = 1,
-       .doc = "Maximum depth of nested calls while tracing and compiling; a positive integer"},
+       .max = kMaxCallDepthBound,
+       .doc = "Maximum depth of nested calls while tracing, compiling and running; 1 to 4000 (the "
+              "interpreter recurses once per call level: 4000 levels fit the default 8 MiB stack "
+              "with margin)"},
       {.name = "grad_for_scalar",
        .type = VT::kBool,
        .default_value = false,

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "base/error.h"
 #include "context/graph_kernel_flags.h"
@@ -27,13 +28,13 @@ std::string shown(const KeySpec& spec, std::string_view path) {
 [[noreturn]] void fail_value(std::string_view api, const KeySpec& spec, std::string_view path,
                              const Json& value, std::string_view allowed) {
   MF_FAIL(InvalidArgument, "For '", api, "', the value of '", shown(spec, path), "' must be ",
-          allowed, ", but got ", describe(value), ".");
+          allowed, ", but got ", cut_for_message(describe(value)), ".");
 }
 
 [[noreturn]] void fail_text(std::string_view api, std::string_view name, std::string_view allowed,
                             std::string_view text) {
   MF_FAIL(InvalidArgument, "For '", api, "', the value of '", name, "' must be ", allowed,
-          ", but got '", text, "'.");
+          ", but got '", cut_for_message(text), "'.");
 }
 
 std::optional<std::int64_t> parse_int(std::string_view text) {
@@ -45,14 +46,31 @@ std::optional<std::int64_t> parse_int(std::string_view text) {
   return number;
 }
 
+// "an integer in [0, 2147483647]": the range an int key accepts, its maximum INT_MAX when the key
+// declares none.
+std::string kint_range(const KeySpec& spec) {
+  return detail::str_cat("an integer in [", spec.min.value_or(std::numeric_limits<int>::min()),
+                         ", ", spec.max.value_or(std::numeric_limits<int>::max()), "]");
+}
+
 Json normalize_int(std::string_view api, const KeySpec& spec, std::string_view path,
                    const Json& value) {
   const std::string allowed =
       spec.min && spec.max ? "an integer in " + allowed_values(spec) : allowed_values(spec);
   if (!value.is_number_integer()) fail_value(api, spec, path, value, allowed);
+  // Unsigned JSON numbers above INT64_MAX are not int64 values; nlohmann would wrap them.
+  if (value.is_number_unsigned() &&
+      value.get<std::uint64_t>() > std::uint64_t(std::numeric_limits<std::int64_t>::max())) {
+    fail_value(api, spec, path, value, kint_range(spec));
+  }
   const std::int64_t number = value.get<std::int64_t>();
   if ((spec.min && number < *spec.min) || (spec.max && number > *spec.max)) {
     fail_value(api, spec, path, value, allowed);
+  }
+  // Every int key is read as a C++ int: a key without a declared maximum is bounded by INT_MAX,
+  // so INT64_MAX is a range error rather than silently narrowed to -1.
+  if (!spec.max && number > std::numeric_limits<int>::max()) {
+    fail_value(api, spec, path, value, kint_range(spec));
   }
   return number;
 }
@@ -268,10 +286,11 @@ Json value_from_text(std::string_view api, const KeySpec& spec, std::string_view
     case ValueType::kIntList:
     case ValueType::kDict:
     case ValueType::kOpaqueDict: {
+      check_json_depth(text, detail::str_cat("the value of '", name, "'"));
       Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
       MF_CHECK(!parsed.is_discarded(), InvalidArgument, "For '", api, "', the value of '", name,
-               "' must be written as JSON (for example ", spec.example.dump(), "), but got '", text,
-               "'.");
+               "' must be written as JSON (for example ", spec.example.dump(), "), but got '",
+               cut_for_message(text), "'.");
       return parsed;
     }
   }

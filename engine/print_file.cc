@@ -3,12 +3,15 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
 
+#include "base/error.h"
+#include "base/file_reader.h"
 #include "print.pb.h"
 #include "runtime/ops/print_sink.h"
 #include "version.pb.h"
@@ -19,7 +22,8 @@ namespace {
 constexpr char kMagic[] = "modeflow-print";
 constexpr uint32_t kFormatVersion = 1;
 
-void write_delimited(std::ofstream& out, const google::protobuf::MessageLite& message) {
+void write_delimited(std::ofstream& out, const google::protobuf::MessageLite& message,
+                     const std::filesystem::path& file) {
   std::string bytes;
   message.SerializeToString(&bytes);
   std::string framed;
@@ -31,20 +35,23 @@ void write_delimited(std::ofstream& out, const google::protobuf::MessageLite& me
   out.write(framed.data(), std::streamsize(framed.size()));
   out.write(bytes.data(), std::streamsize(bytes.size()));
   out.flush();
+  // A full disk or /dev/full: the run fails instead of finishing with its prints lost.
+  MF_CHECK(out.good(), InvalidArgument, "writing print file '", file.string(),
+           "' failed: ", std::strerror(errno), " (print_file_path)");
 }
 
 // Appends records to one file; shared by the sink for the life of the routing.
 class PrintFileWriter {
  public:
   explicit PrintFileWriter(const std::filesystem::path& file)
-      : out_(file, std::ios::binary | std::ios::trunc) {
+      : file_(file), out_(file, std::ios::binary | std::ios::trunc) {
     MF_CHECK(out_.good(), InvalidArgument, "print_file_path '", file.string(),
              "' cannot be written: check that its directory exists and is writable");
     proto::FormatHeader header;
     header.set_magic(kMagic);
     header.set_format_version(kFormatVersion);
     header.set_engine_version(MODEFLOW_VERSION);
-    write_delimited(out_, header);
+    write_delimited(out_, header, file_);
   }
   void write(std::string_view prefix, const ir::TensorView& view) {
     proto::PrintRecord record;
@@ -54,11 +61,12 @@ class PrintFileWriter {
     for (int64_t d : view.type.shape) tensor->add_shape(d);
     tensor->set_data(view.data, size_t(view.size()) * ir::dtype_size(view.type.dtype));
     std::lock_guard lock(mutex_);
-    write_delimited(out_, record);
+    write_delimited(out_, record, file_);
   }
 
  private:
   std::mutex mutex_;
+  std::filesystem::path file_;
   std::ofstream out_;
 };
 
@@ -87,7 +95,15 @@ std::filesystem::path route_print_output(const std::string& path) {
     return {};
   }
   std::filesystem::path file = path;
-  if (std::filesystem::exists(file)) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(file, ec);
+  // A FIFO would block the open until a reader came; a device (/dev/null, /dev/full) is written in
+  // place, its write errors reported; an existing regular file is kept and a new name chosen.
+  MF_CHECK(status.type() != std::filesystem::file_type::fifo, InvalidArgument, "print_file_path '",
+           path, "' is a FIFO; name a regular file");
+  MF_CHECK(status.type() != std::filesystem::file_type::directory, InvalidArgument,
+           "print_file_path '", path, "' is a directory; name a file in it");
+  if (status.type() == std::filesystem::file_type::regular) {
     const auto now = std::chrono::system_clock::now().time_since_epoch();
     file +=
         "_" + std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
@@ -100,9 +116,9 @@ std::filesystem::path route_print_output(const std::string& path) {
 }
 
 std::vector<PrintedTensor> read_print_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  MF_CHECK(in.good(), NotFound, "cannot open print file '", file.string(), "'");
-  google::protobuf::io::IstreamInputStream stream(&in);
+  // Only a regular file, opened without blocking, at most 2 GiB (protobuf's stream limit).
+  const std::string content = read_regular_file(file, INT32_MAX, "print file");
+  google::protobuf::io::ArrayInputStream stream(content.data(), static_cast<int>(content.size()));
   google::protobuf::io::CodedInputStream coded(&stream);
   auto read_next = [&](google::protobuf::MessageLite& message, size_t index) {
     uint32_t size = 0;
@@ -127,7 +143,13 @@ std::vector<PrintedTensor> read_print_file(const std::filesystem::path& file) {
     const auto dtype = ir::parse_dtype(record.tensor().dtype());
     MF_CHECK(dtype.has_value(), DataLoss, "print file '", file.string(), "' record ", index,
              " has unknown dtype '", record.tensor().dtype(), "'");
+    MF_CHECK(record.tensor().shape_size() <= ir::kMaxRank, DataLoss, "print file '", file.string(),
+             "' record ", index, " has rank ", record.tensor().shape_size(), "; at most ",
+             ir::kMaxRank, " axes are supported: the file is damaged");
     Shape shape(record.tensor().shape().begin(), record.tensor().shape().end());
+    MF_CHECK(ir::try_num_elements(shape).has_value(), DataLoss, "print file '", file.string(),
+             "' record ", index, " declares shape ", ir::shape_to_string(shape),
+             ", which has a negative dimension or more than 2^40 elements: the file is damaged");
     const size_t bytes = size_t(ir::num_elements(shape)) * ir::dtype_size(*dtype);
     MF_CHECK(record.tensor().data().size() == bytes, DataLoss, "print file '", file.string(),
              "' record ", index, " holds ", record.tensor().data().size(), " bytes for shape ",

@@ -2,7 +2,10 @@
 
 #include <chrono>
 #include <fstream>
+#include <sstream>
 
+#include "base/error.h"
+#include "base/file_reader.h"
 #include "base/logging.h"
 #include "ir/printer.h"
 #include "runtime/memory_format.h"
@@ -40,14 +43,8 @@ void Recorder::write(const std::string& outcome) {
                          std::chrono::system_clock::now().time_since_epoch())
                          .count();
   report_file_ = dir_ / ("rdr_" + graph_.name() + "_" + std::to_string(stamp) + ".txt");
-  std::ofstream out(report_file_);
-  if (!out) {
-    log::warn("Running Data Recorder: cannot write '{}' ({}); no report written",
-              report_file_.string(), ec ? ec.message() : "open failed");
-    report_file_.clear();
-    return;
-  }
   const ir::Node* last = last_node_.load();
+  std::ostringstream out;
   const runtime::MemoryStats stats = runtime::default_pool().stats();
   out << "# modeflow Running Data Recorder report\n"
       << "graph: @" << graph_.name() << "\n"
@@ -59,6 +56,14 @@ void Recorder::write(const std::string& outcome) {
       << "auto_parallel_context: " << snapshot_.auto_parallel().dump() << "\n"
       << "\n# graph\n"
       << ir::print_graph(graph_);
+  // Atomic (a unique temporary renamed in place) and every write checked.
+  try {
+    write_file_atomically(report_file_, out.str(), "Running Data Recorder report");
+  } catch (const Error& e) {
+    log::warn("Running Data Recorder: {}; no report written", e.message());
+    report_file_.clear();
+    return;
+  }
   log::info("Running Data Recorder wrote {}", report_file_.string());
 }
 

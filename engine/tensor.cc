@@ -27,13 +27,10 @@ struct SplitMix64 {
 };
 
 std::shared_ptr<TensorImpl> allocate_impl(const Shape& shape, DType dtype, std::string_view what) {
-  for (int64_t dim : shape) {
-    MF_CHECK(dim >= 0, InvalidArgument, what, ": shape ", ir::shape_to_string(shape),
-             " has a negative dimension");
-  }
+  // Negative dimensions, more than kMaxRank axes and more than 2^40 elements are InvalidArgument.
+  const size_t bytes = size_t(ir::checked_byte_size(shape, ir::dtype_size(dtype), what));
   auto impl = std::make_shared<TensorImpl>();
   impl->type = {dtype, shape};
-  const size_t bytes = size_t(ir::num_elements(shape)) * ir::dtype_size(dtype);
   impl->buffer = engine::allocate_tensor_memory(bytes, what);
   return impl;
 }

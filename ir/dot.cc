@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/file_reader.h"
 
 namespace mf::ir {
 
@@ -130,13 +131,7 @@ std::string to_dot(const Graph& graph) {
 }
 
 void write_dot_file(const Graph& graph, const std::string& path) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  MF_CHECK(file.good(), InvalidArgument, "cannot open '", path,
-           "' to write the Graphviz graph of @", graph.name());
-  file << to_dot(graph);
-  file.flush();
-  MF_CHECK(file.good(), InvalidArgument, "writing the Graphviz graph of @", graph.name(), " to '",
-           path, "' failed");
+  write_file_atomically(path, to_dot(graph), "the Graphviz graph of @" + graph.name() + " to");
 }
 
 }  // namespace mf::ir

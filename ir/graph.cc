@@ -135,7 +135,8 @@ Parameter* Graph::find_parameter(std::string_view name) const {
 }
 
 Constant* Graph::add_constant(TensorType type, std::vector<uint8_t> bytes) {
-  const size_t expected = static_cast<size_t>(num_elements(type.shape)) * dtype_size(type.dtype);
+  const size_t expected =
+      static_cast<size_t>(checked_byte_size(type.shape, dtype_size(type.dtype), "constant"));
   MF_CHECK(bytes.size() == expected, InvalidArgument, "constant of type ", type_to_string(type),
            " needs ", expected, " bytes, got ", bytes.size());
   if (type.dtype == DType::kBool) {

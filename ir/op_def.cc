@@ -149,6 +149,20 @@ std::vector<TensorType> OpDef::infer_types(std::span<const TensorType> inputs, A
   MF_CHECK(num_outputs < 0 || static_cast<int>(outputs.size()) == num_outputs, Internal, "op '",
            name, "' declares ", num_outputs, " outputs but its inference returned ",
            outputs.size());
+  // The one check of every inferred shape (graph building, re-inference, parsing, the verifier and
+  // op-by-op dispatch all come through here): a negative dimension or a tensor beyond
+  // kMaxTensorElements never reaches a kernel or an allocator.
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (try_num_elements(outputs[i].shape).has_value()) continue;
+    try {
+      checked_num_elements(outputs[i].shape, "");
+    } catch (const Error& e) {
+      // e.message() starts with ": shape ...".
+      MF_FAIL(InvalidArgument, "op '", name, "' on inputs ", types_to_string(inputs),
+              " gives output ", i, " of invalid ", std::string_view(e.message()).substr(2),
+              "; check the op's attributes and input shapes");
+    }
+  }
   return outputs;
 }
 

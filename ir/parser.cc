@@ -1,5 +1,6 @@
 #include "ir/parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -8,10 +9,14 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/file_reader.h"
 
 namespace mf::ir {
 
 namespace {
+
+// How deep subgraphs may nest in IR text (@main/a/b/... has depth 2 at b).
+constexpr std::ptrdiff_t kMaxSubgraphNesting = 256;
 
 enum class Tok : uint8_t {
   kEnd,
@@ -281,6 +286,12 @@ class Parser {
         graph = root.get();
       } else {
         const size_t slash = path.rfind('/');
+        // Subgraphs own their subgraphs: printing, verifying and destroying a graph recurse once
+        // per level, so the nesting is bounded.
+        if (std::count(path.begin(), path.end(), '/') >= kMaxSubgraphNesting) {
+          fail_at(ref, detail::str_cat("subgraphs nested at most ", kMaxSubgraphNesting,
+                                       " deep, found @", cut_for_message(path, 80)));
+        }
         Graph* parent = root.get();
         std::string name = path;
         if (slash != std::string::npos) {
@@ -306,7 +317,8 @@ class Parser {
 
  private:
   [[noreturn]] void fail_at(const Token& t, const std::string& message) const {
-    MF_FAIL(InvalidArgument, file_, ":", t.line, ":", t.col, ": ", message);
+    // Messages quote the input: cut so a hostile file never makes an error of hundreds of KB.
+    MF_FAIL(InvalidArgument, file_, ":", t.line, ":", t.col, ": ", cut_for_message(message, 400));
   }
 
   // Comments are skipped everywhere except where a node's scope/location lines are read.
@@ -423,8 +435,13 @@ class Parser {
         const Token& d = expect(Tok::kInt, "a dimension");
         const int64_t dim = parse_int_token(d);
         if (dim < 0) fail_at(d, "expected a dimension >= 0, found " + describe(d));
-        if (dim > 0 && elements > std::numeric_limits<int64_t>::max() / 8 / dim) {
-          fail_at(d, "expected a shape of fewer than 2^60 elements, found a larger one");
+        if (dim > 0 && elements > kMaxTensorElements / dim) {
+          fail_at(d,
+                  "expected a shape of at most 2^40 elements (the largest tensor supported), "
+                  "found a larger one");
+        }
+        if (static_cast<int64_t>(out.type.shape.size()) >= kMaxRank) {
+          fail_at(d, detail::str_cat("expected a shape of at most ", kMaxRank, " axes"));
         }
         elements *= dim == 0 ? 1 : dim;
         out.type.shape.push_back(dim);
@@ -826,12 +843,9 @@ std::unique_ptr<Graph> parse_graph(std::string_view text, std::string_view filen
 }
 
 std::unique_ptr<Graph> parse_graph_file(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  MF_CHECK(file.good(), NotFound, "cannot open IR file '", path, "'");
-  std::ostringstream text;
-  text << file.rdbuf();
-  MF_CHECK(!file.bad(), DataLoss, "reading IR file '", path, "' failed");
-  return parse_graph(text.str(), path);
+  // Only a regular file, at most 256 MiB, opened without blocking (a FIFO is an error, not a hang).
+  const std::string text = read_regular_file(path, kMaxTextFileBytes, "IR file");
+  return parse_graph(text, path);
 }
 
 }  // namespace mf::ir

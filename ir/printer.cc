@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/file_reader.h"
 
 namespace mf::ir {
 
@@ -422,13 +423,9 @@ std::string print_graph(const Graph& graph, PrintOptions options) {
 }
 
 void write_graph_file(const Graph& graph, const std::string& path, PrintOptions options) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  MF_CHECK(file.good(), InvalidArgument, "cannot open '", path, "' to write the IR of graph @",
-           graph.name());
-  print_graph(file, graph, options);
-  file.flush();
-  MF_CHECK(file.good(), InvalidArgument, "writing the IR of graph @", graph.name(), " to '", path,
-           "' failed");
+  // Atomic (a unique temporary renamed in place), every write checked.
+  write_file_atomically(path, print_graph(graph, options),
+                        "the IR of graph @" + graph.name() + " to");
 }
 
 std::string describe_node(const Graph& graph, const Node& node) {

@@ -201,11 +201,16 @@ void type_to_proto(const TensorType& type, proto::IrTensorType& out) {
 TensorType type_from_proto(const proto::IrTensorType& message) {
   TensorType type;
   type.dtype = dtype_from(message.dtype());
+  MF_CHECK(message.shape_size() <= kMaxRank, DataLoss, "a stored shape has rank ",
+           message.shape_size(), "; at most ", kMaxRank, " axes are supported");
   type.shape.reserve(static_cast<size_t>(message.shape_size()));
   for (int64_t d : message.shape()) {
     MF_CHECK(d >= 0, DataLoss, "negative dimension ", d, " in a stored shape");
     type.shape.push_back(d);
   }
+  MF_CHECK(try_num_elements(type.shape).has_value(), DataLoss, "a stored shape ",
+           shape_to_string(type.shape), " has more than 2^40 elements or more than ", kMaxRank,
+           " axes");
   return type;
 }
 

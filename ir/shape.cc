@@ -4,17 +4,82 @@
 
 namespace mf::ir {
 
+std::optional<int64_t> checked_mul(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out)) return std::nullopt;
+  return out;
+}
+
+std::optional<int64_t> checked_add(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (__builtin_add_overflow(a, b, &out)) return std::nullopt;
+  return out;
+}
+
 int64_t num_elements(const Shape& shape) {
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  bool overflow = false;
+  for (int64_t d : shape) {
+    if (d < 0) {
+      MF_FAIL(InvalidArgument, "shape ", shape_to_string(shape), " has a negative dimension ", d);
+    }
+    overflow |= __builtin_mul_overflow(n, d, &n);
+  }
+  if (overflow) {
+    // A zero dimension makes the true product 0 even if a partial product overflowed.
+    for (int64_t d : shape) {
+      if (d == 0) return 0;
+    }
+    MF_FAIL(InvalidArgument, "shape ", shape_to_string(shape),
+            " has more elements than fit in 64 bits");
+  }
   return n;
 }
 
-std::string shape_to_string(const Shape& shape) {
-  std::string out = "(";
+std::optional<int64_t> try_num_elements(const Shape& shape) {
+  if (static_cast<int64_t>(shape.size()) > kMaxRank) return std::nullopt;
+  int64_t n = 1;
+  bool too_big = false;
+  for (int64_t d : shape) {
+    if (d < 0) return std::nullopt;
+    if (d == 0) return 0;
+    if (!too_big && (d > kMaxTensorElements || n > kMaxTensorElements / d)) too_big = true;
+    if (!too_big) n *= d;
+  }
+  if (too_big) return std::nullopt;
+  return n;
+}
+
+int64_t checked_num_elements(const Shape& shape, std::string_view what) {
+  if (auto n = try_num_elements(shape)) return *n;
+  MF_CHECK(static_cast<int64_t>(shape.size()) <= kMaxRank, InvalidArgument, what, ": shape ",
+           shape_to_string(shape), " has rank ", shape.size(), "; at most ", kMaxRank,
+           " axes are supported");
   for (size_t i = 0; i < shape.size(); ++i) {
+    MF_CHECK(shape[i] >= 0, InvalidArgument, what, ": shape ", shape_to_string(shape),
+             " has a negative dimension ", shape[i], " at axis ", i);
+  }
+  MF_FAIL(InvalidArgument, what, ": shape ", shape_to_string(shape), " has more than 2^40 (",
+          kMaxTensorElements, ") elements, the largest tensor supported");
+}
+
+int64_t checked_byte_size(const Shape& shape, size_t element_size, std::string_view what) {
+  // kMaxTensorElements * 8 cannot overflow; wider element sizes do not exist.
+  return checked_num_elements(shape, what) * static_cast<int64_t>(element_size);
+}
+
+std::string shape_to_string(const Shape& shape) {
+  constexpr size_t kShown = 16;
+  std::string out = "(";
+  const size_t shown = shape.size() > kShown ? kShown - 1 : shape.size();
+  for (size_t i = 0; i < shown; ++i) {
     if (i > 0) out += ", ";
     out += std::to_string(shape[i]);
+  }
+  if (shown < shape.size()) {
+    out +=
+        ", ..., " + std::to_string(shape.back()) + ") [rank " + std::to_string(shape.size()) + "]";
+    return out;
   }
   out += ")";
   return out;

@@ -5,6 +5,7 @@
 #include <system_error>
 
 #include "base/error.h"
+#include "base/file_reader.h"
 #include "ir/dot.h"
 #include "ir/printer.h"
 
@@ -41,10 +42,8 @@ std::string Dumper::next_stem(std::string_view stage) {
 }
 
 void Dumper::write_file(const std::filesystem::path& path, std::string_view text) {
-  std::ofstream out(path, std::ios::binary);
-  out << text;
-  out.flush();
-  MF_CHECK(out.good(), InvalidArgument, "cannot write graph dump '", path.string(), "'");
+  // Atomic: a reader (or a crash) never sees half a dump; a full disk is an error.
+  write_file_atomically(path, text, "graph dump");
   files_.push_back(path);
 }
 

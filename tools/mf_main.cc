@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <new>
 
 #include "base/error.h"
 #include "base/logging.h"
@@ -77,8 +78,15 @@ int main(int argc, char** argv) {
   } catch (const mf::Error& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory (the input asks for more than this machine can allocate; "
+                 "check its shapes and sizes)\n";
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    // Not an mf::Error: a check is missing somewhere, so say so instead of printing a bare C++
+    // text such as "vector::_M_default_append".
+    std::cerr << "error: internal error (" << mf::cut_for_message(e.what())
+              << "); this is a bug, please report it with the input that caused it\n";
     return 1;
   }
   return 0;

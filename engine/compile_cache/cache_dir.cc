@@ -150,9 +150,9 @@ std::vector<CacheEntryInfo> CompileCache::verify() const {
     info.bytes = stat.bytes;
     info.last_used = to_system(stat.mtime);
     bool found = false;
-    const std::string bytes = read_file(stat.path.c_str(), &found);
-    if (!found) continue;
     try {
+      const std::string bytes = read_file(stat.path.c_str(), &found);
+      if (!found) continue;
       proto::CacheEntryHeader header;
       proto::CacheEntryPayload payload;
       parse_entry(bytes, header, payload);

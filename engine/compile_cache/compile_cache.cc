@@ -67,9 +67,10 @@ std::optional<LoadedEntry> CompileCache::load(const CacheKey& key, const ir::Gra
   if (!path.empty() && path.back() != '/') path += '/';
   path.append(key.hex).append(kCompileCacheExtension);
   bool found = false;
-  std::string bytes = read_file(path.c_str(), &found);
-  if (!found) return std::nullopt;  // never stored, or deleted since it was listed
+  std::string bytes;
   try {
+    bytes = read_file(path.c_str(), &found);
+    if (!found) return std::nullopt;  // never stored, or deleted since it was listed
     // Memory is released as soon as it is no longer needed (the header's messages once checked,
     // the file's bytes once parsed), so that the graph and plan built next reuse it instead of
     // touching fresh pages: in a new process a page fault costs more than building a node. Each
@@ -212,6 +213,16 @@ CacheLookup lookup_compiled(const context::Policy& policy, const ir::Graph& trac
     out.note = "entry " + out.key.hex + " was unusable (" + problem + ")";
   }
   return out;
+}
+
+void discard_compiled(const context::Policy& policy, const CacheLookup& lookup,
+                      std::string_view reason) {
+  const CompileCache cache(policy.compile_cache_dir.value);
+  const std::filesystem::path entry = cache.entry_path(lookup.key.hex);
+  std::error_code ec;
+  std::filesystem::remove(entry, ec);
+  log::warn("compile cache: entry {} failed its first run ({}); removed, compiling instead",
+            entry.string(), cut_for_message(reason, 400));
 }
 
 std::string store_compiled(const context::Policy& policy, const CacheLookup& lookup,

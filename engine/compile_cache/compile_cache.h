@@ -148,5 +148,11 @@ CacheLookup lookup_compiled(const context::Policy& policy, const ir::Graph& trac
                             const ir::TensorType& input, const context::Fingerprint& fingerprint);
 std::string store_compiled(const context::Policy& policy, const CacheLookup& lookup,
                            const passes::CompiledGraph& compiled, double compile_ms);
+// For the caller of a hit whose first run fails before anything was returned (issue #17): warns
+// "compile cache: entry <key> failed its first run (<reason>); removed, compiling instead" and
+// removes the entry, so that the caller recompiles, stores a fresh entry and reruns: a damaged
+// entry that passes its checksum is a miss, never a failure of every later run.
+void discard_compiled(const context::Policy& policy, const CacheLookup& lookup,
+                      std::string_view reason);
 
 }  // namespace mf::engine

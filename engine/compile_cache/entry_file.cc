@@ -47,16 +47,27 @@ std::uint64_t payload_checksum(std::string_view payload) {
 // O_NOATIME needs the file's owner; anyone else reads it the ordinary way.
 std::string read_file(const char* path, bool* found) {
   *found = false;
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NOATIME);
-  if (fd < 0 && errno == EPERM) fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: an entry that is a FIFO opens at once instead of waiting for a writer.
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NOATIME | O_NONBLOCK);
+  if (fd < 0 && errno == EPERM) fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return {};
   *found = true;
   std::string bytes;
   struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      static_cast<uint64_t>(st.st_size) > kMaxEntryFileBytes) {
+    // A FIFO or a device (/dev/zero) would block or never end; a huge file is not ours.
+    const bool regular = S_ISREG(st.st_mode);
+    ::close(fd);
+    MF_FAIL(DataLoss, regular ? "the entry is larger than " : "the entry is not a regular file",
+            regular ? std::to_string(kMaxEntryFileBytes) + " bytes" : std::string());
+  }
   // One byte more than the size, so the read that sees the end needs no growth.
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) bytes.resize(static_cast<size_t>(st.st_size) + 1);
+  bytes.resize(static_cast<size_t>(st.st_size) + 1);
   size_t size = 0;
   for (;;) {
+    // Bounded: a file growing while it is read stops at the cap.
+    if (size > kMaxEntryFileBytes) break;
     if (size == bytes.size()) bytes.resize(std::max<size_t>(4096, bytes.size() * 2));
     const ssize_t got = ::read(fd, bytes.data() + size, bytes.size() - size);
     if (got < 0 && errno == EINTR) continue;
@@ -69,6 +80,8 @@ std::string read_file(const char* path, bool* found) {
 }
 
 std::optional<std::string> read_header_bytes(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return std::nullopt;  // a FIFO would block the stream
   std::ifstream in(path, std::ios::binary);
   if (!in.good()) return std::nullopt;
   char head[kEnvelopeBytes];

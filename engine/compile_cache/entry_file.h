@@ -33,8 +33,13 @@ inline constexpr std::uint32_t kMaxHeaderBytes = 16u << 20;
 // Writers' temporaries are named so: never entries, removed by clear() and, when stale, evict().
 inline constexpr std::string_view kTempPrefix = ".tmp-";
 
+// An entry larger than this is damage (or not ours): 16 GiB.
+inline constexpr std::uint64_t kMaxEntryFileBytes = std::uint64_t{16} << 30;
+
 // The whole file in one read, without touching its access time. *found is false when it cannot be
-// opened (never stored, or deleted meanwhile); a read error reads as a truncated entry.
+// opened (never stored, or deleted meanwhile); a read error reads as a truncated entry. Never
+// blocks: DataLoss "the entry is not a regular file" for a FIFO, a device or a socket, and for a
+// file larger than kMaxEntryFileBytes.
 std::string read_file(const char* path, bool* found);
 
 // At most the envelope and the header of the entry at `path` (a listing must stay cheap for a large

@@ -99,6 +99,18 @@ Importer::Window Importer::window(const Shape& x, const std::vector<int64_t>& ke
   for (size_t d = 0; d < n; ++d) {
     MF_CHECK(kernel[d] >= 1 && w.stride[d] >= 1 && w.dilation[d] >= 1, InvalidArgument, describe(),
              ": kernel, strides and dilations must be >= 1");
+    // Beyond the largest tensor no window fits: bounding them keeps the arithmetic below (and the
+    // op's own) from wrapping around 64 bits.
+    const std::optional<int64_t> stretched = ir::checked_mul(kernel[d] - 1, w.dilation[d]);
+    MF_CHECK(stretched.has_value() && *stretched < ir::kMaxTensorElements &&
+                 w.stride[d] <= ir::kMaxTensorElements,
+             InvalidArgument, describe(), ": kernel ", ir::shape_to_string(kernel), ", dilations ",
+             ir::shape_to_string(w.dilation), " and strides ", ir::shape_to_string(w.stride),
+             " give a window larger than 2^40, the largest tensor supported");
+  }
+  for (int64_t p : pads) {
+    MF_CHECK(p <= ir::kMaxTensorElements, InvalidArgument, describe(), ": pads ",
+             ir::shape_to_string(pads), " exceed 2^40, the largest tensor supported");
   }
   const std::string auto_pad = attr_string("auto_pad", "NOTSET");
   for (size_t d = 0; d < n; ++d) {

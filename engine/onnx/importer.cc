@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/file_reader.h"
 #include "engine/onnx/importer_impl.h"
 #include "ir/verifier.h"
 #include "onnx.pb.h"
@@ -423,10 +424,9 @@ Value Importer::scalar(double value, DType dtype) {
 namespace {
 
 // Reads a whole file; NotFound when it cannot be opened.
+// Only a regular file, at most 2 GiB (protobuf's own limit), opened without blocking.
 std::string read_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  MF_CHECK(in.good(), NotFound, "cannot open '", file.string(), "': check the path");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  return read_regular_file(file, size_t{2} << 30, "ONNX model");
 }
 
 }  // namespace

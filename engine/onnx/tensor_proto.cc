@@ -47,6 +47,8 @@ HostTensor decode_tensor(const TensorProto& t, std::string_view what) {
            onnx_type_name(t.data_type()), "; ", kSupportedTypes);
   HostTensor h;
   h.type.dtype = *dtype;
+  MF_CHECK(t.dims_size() <= ir::kMaxRank, DataLoss, what, " ", name, " has rank ", t.dims_size(),
+           "; at most ", ir::kMaxRank, " axes are supported: the file is damaged");
   int64_t n = 1;
   for (int64_t d : t.dims()) {
     MF_CHECK(d >= 0, DataLoss, what, " ", name, " has a negative dimension ", d,

@@ -22,7 +22,7 @@ class TensorProto;  // onnx.proto; the generated header stays out of engine head
 namespace internal {
 
 // Beyond this many elements a tensor is treated as damage, not data (2^40 floats is 4 TiB).
-inline constexpr int64_t kMaxElements = int64_t{1} << 40;
+inline constexpr int64_t kMaxElements = ir::kMaxTensorElements;
 
 inline constexpr const char* kSupportedTypes =
     "supported element types: FLOAT, DOUBLE, INT32, INT64, BOOL (cast in the exporter)";

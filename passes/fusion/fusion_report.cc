@@ -53,6 +53,9 @@ void FusionReport::write() const {
   std::ofstream out(file, std::ios::app);
   MF_CHECK(out.good(), InvalidArgument, "cannot write the fusion dump ", file.string());
   out << text();
+  out.flush();
+  MF_CHECK(out.good(), InvalidArgument, "writing the fusion dump ", file.string(),
+           " failed (disk full?)");
 }
 
 }  // namespace mf::passes::fusion

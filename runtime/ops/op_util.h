@@ -98,11 +98,19 @@ inline ir::OpSample sample(std::vector<TensorType> inputs, Attrs attrs = {}, dou
   return s;
 }
 
+// "[1, 2, 3]"; lists longer than 16 are cut ("[1, 2, ..., 9] (200000 values)") so errors stay
+// readable.
 inline std::string ints_to_string(const std::vector<int64_t>& v) {
+  constexpr size_t kShown = 16;
+  const size_t shown = v.size() > kShown ? kShown - 1 : v.size();
   std::string out = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
+  for (size_t i = 0; i < shown; ++i) {
     if (i > 0) out += ", ";
     out += std::to_string(v[i]);
+  }
+  if (shown < v.size()) {
+    return out + ", ..., " + std::to_string(v.back()) + "] (" + std::to_string(v.size()) +
+           " values)";
   }
   return out + "]";
 }

@@ -60,31 +60,55 @@ std::string format_value(const ir::TensorView& t, int64_t i) {
   return buf;
 }
 
-// Appends axis `d` of the block starting at element `base`, numpy style.
-void format_axis(const ir::TensorView& t, const std::vector<int64_t>& strides, size_t d,
-                 int64_t base, bool summarize, std::string& out) {
+// Appends the whole nested list, numpy style. Iterative, with one explicit frame per open axis,
+// so a tensor of any rank prints without one stack frame per axis.
+void format_axes(const ir::TensorView& t, const std::vector<int64_t>& strides, bool summarize,
+                 std::string& out) {
   const ir::Shape& shape = t.type.shape;
+  const size_t rank = shape.size();
+  struct Frame {
+    int64_t base;  // first element of this block
+    int64_t i;     // next index along the block's axis
+  };
+  std::vector<Frame> stack;
+  stack.reserve(rank);
   out += '[';
-  const int64_t n = shape[d];
-  for (int64_t i = 0; i < n; ++i) {
-    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
-      out += d + 1 == shape.size() ? "..., " : std::string("...,\n") + std::string(d + 1, ' ');
-      i = n - kEdgeItems - 1;
+  stack.push_back({0, 0});
+  while (!stack.empty()) {
+    const size_t d = stack.size() - 1;
+    const int64_t n = shape[d];
+    Frame& f = stack.back();
+    if (f.i >= n) {
+      out += ']';
+      stack.pop_back();
+      if (!stack.empty()) {
+        // A sub-list of the parent axis ended: separate it from the next one.
+        Frame& parent = stack.back();
+        const size_t pd = stack.size() - 1;
+        if (parent.i + 1 < shape[pd]) {
+          out += ',';
+          out.append(rank - pd - 1, '\n');
+          out.append(pd + 1, ' ');
+        }
+        ++parent.i;
+      }
       continue;
     }
-    if (d + 1 == shape.size()) {
-      out += format_value(t, base + i);
-    } else {
-      format_axis(t, strides, d + 1, base + i * strides[d], summarize, out);
+    if (summarize && n > 2 * kEdgeItems && f.i == kEdgeItems) {
+      out += d + 1 == rank ? "..., " : std::string("...,\n") + std::string(d + 1, ' ');
+      f.i = n - kEdgeItems;
+      continue;
     }
-    if (i + 1 < n) {
-      out += ',';
-      out += d + 1 == shape.size()
-                 ? std::string(" ")
-                 : std::string(shape.size() - d - 1, '\n') + std::string(d + 1, ' ');
+    if (d + 1 == rank) {
+      out += format_value(t, f.base + f.i);
+      if (f.i + 1 < n) out += ", ";
+      ++f.i;
+    } else {
+      const int64_t child = f.base + f.i * strides[d];
+      out += '[';
+      stack.push_back({child, 0});
     }
   }
-  out += ']';
 }
 
 }  // namespace
@@ -113,7 +137,7 @@ std::string format_tensor(const ir::TensorView& tensor) {
     out += format_value(tensor, 0);
   } else {
     out += '\n';
-    format_axis(tensor, ir::contiguous_strides(shape), 0, 0, tensor.size() > kSummarizeAbove, out);
+    format_axes(tensor, ir::contiguous_strides(shape), tensor.size() > kSummarizeAbove, out);
   }
   return out + ")";
 }

@@ -58,7 +58,14 @@ std::vector<TensorType> infer_reshape(std::span<const TensorType> in, const Attr
     }
     MF_CHECK(out[i] >= 0, InvalidArgument, "reshape: shape ", ints_to_string(target),
              " has the negative dimension ", out[i], " (only -1, meaning 'inferred', is allowed)");
-    known *= out[i];
+    // A product beyond the largest tensor can never equal the input's count; checked so that a
+    // target like (16, 2^60 + 1) is not wrapped around 64 bits into 16.
+    const std::optional<int64_t> product = ir::checked_mul(known, out[i]);
+    MF_CHECK(product.has_value() && *product <= ir::kMaxTensorElements, InvalidArgument,
+             "reshape: cannot reshape ", ir::shape_to_string(in[0].shape), " (", total,
+             " elements) to ", ints_to_string(target),
+             ": the target has more than 2^40 elements, the largest tensor supported");
+    known = *product;
   }
   if (unknown >= 0) {
     MF_CHECK(known != 0 && total % known == 0, InvalidArgument, "reshape: cannot reshape ",

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -649,6 +650,34 @@ TEST_F(CompileCacheTest, EveryTruncationAndByteFlipIsRefusedOrEquivalent) {
   }
   log::set_level(saved);
   EXPECT_LT(loaded, 10u);
+}
+
+// Issue #17: an entry that is a FIFO (once a hang) or /dev/zero (once std::bad_alloc) is a
+// warning and a miss, replaced by the recompiled entry.
+TEST_F(CompileCacheTest, SpecialFilesAsEntriesAreMissesAndGetReplaced) {
+  use_cache();
+  std::vector<double> good, after;
+  const GraphRunReport stored = run("transformer", &good);
+  const fs::path entry = dir() / (stored.cache_key + ".mfcc");
+  ASSERT_TRUE(fs::exists(entry));
+  for (const char* kind : {"fifo", "dev_zero"}) {
+    SCOPED_TRACE(kind);
+    fs::remove(entry);
+    if (std::string(kind) == "fifo") {
+      ASSERT_EQ(::mkfifo(entry.c_str(), 0600), 0);
+    } else {
+      fs::create_symlink("/dev/zero", entry);
+    }
+    const GraphRunReport damaged = run("transformer", &after);
+    EXPECT_FALSE(damaged.cache_hit);
+    EXPECT_NE(damaged.cache_note.find("not a regular file"), std::string::npos)
+        << damaged.cache_note;
+    EXPECT_NE(damaged.cache_note.find("stored in"), std::string::npos) << damaged.cache_note;
+    expect_bitwise_equal(after, good);
+    EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(entry)));
+    const GraphRunReport repaired = run("transformer", &after);
+    EXPECT_TRUE(repaired.cache_hit) << repaired.cache_note;
+  }
 }
 
 TEST_F(CompileCacheTest, EntriesVanishingUnderReadersAreMisses) {

@@ -231,7 +231,8 @@ TEST_F(PrinterParserTest, FileRoundTrip) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
-    EXPECT_EQ(e.message(), "cannot open IR file '/nonexistent/dir/x.ir'");
+    EXPECT_EQ(e.message(),
+              "cannot read IR file '/nonexistent/dir/x.ir': No such file or directory");
   }
 }
 

@@ -53,6 +53,9 @@ std::vector<int64_t> pair_attr(std::string_view op, const Attrs& attrs, std::str
            "' must have 2 values [h, w], got ", ints_to_string(v));
   MF_CHECK(v[0] >= min_value && v[1] >= min_value, InvalidArgument, op, ": attribute '", name,
            "' must be >= ", min_value, ", got ", ints_to_string(v));
+  // Window arithmetic multiplies these by kernel sizes: bounded first, so nothing wraps.
+  MF_CHECK(v[0] <= ir::kMaxTensorElements && v[1] <= ir::kMaxTensorElements, InvalidArgument, op,
+           ": attribute '", name, "' must be at most 2^40, got ", ints_to_string(v));
   return v;
 }
 
@@ -69,8 +72,12 @@ Window make_window(std::string_view op, const Shape& x, int64_t kh, int64_t kw, 
            ": attribute 'padding' must be [pad_h, pad_w] or [top, bottom, left, right], got ",
            ints_to_string(pad));
   for (int64_t p : pad) {
-    MF_CHECK(p >= 0, InvalidArgument, op, ": padding must be >= 0, got ", ints_to_string(pad));
+    MF_CHECK(p >= 0 && p <= ir::kMaxTensorElements, InvalidArgument, op,
+             ": padding must be in [0, 2^40], got ", ints_to_string(pad));
   }
+  MF_CHECK(kh >= 1 && kw >= 1 && kh <= ir::kMaxTensorElements && kw <= ir::kMaxTensorElements,
+           InvalidArgument, op, ": the kernel must be 1 to 2^40 in each dimension, got ", kh, "x",
+           kw);
   if (pad.size() == 2) {
     w.top = w.bottom = pad[0];
     w.left = w.right = pad[1];
@@ -82,7 +89,14 @@ Window make_window(std::string_view op, const Shape& x, int64_t kh, int64_t kw, 
     w.dh = dilation[0];
     w.dw = dilation[1];
   }
-  const int64_t span_h = w.dh * (w.kh - 1) + 1, span_w = w.dw * (w.kw - 1) + 1;
+  // Each factor is at most 2^40: the products are checked, not wrapped.
+  const auto span = [&](int64_t dilation, int64_t kernel) {
+    const std::optional<int64_t> s = ir::checked_mul(dilation, kernel - 1);
+    MF_CHECK(s && *s < ir::kMaxTensorElements, InvalidArgument, op, ": the window (kernel ", kernel,
+             " with dilation ", dilation, ") spans more than 2^40 elements");
+    return *s + 1;
+  };
+  const int64_t span_h = span(w.dh, w.kh), span_w = span(w.dw, w.kw);
   const int64_t in_h = x[2] + w.top + w.bottom, in_w = x[3] + w.left + w.right;
   MF_CHECK(span_h <= in_h && span_w <= in_w, InvalidArgument, op, ": the window (", span_h, "x",
            span_w, " after dilation) is larger than the padded input (", in_h, "x", in_w, ") of x ",

@@ -160,14 +160,16 @@ class Planner {
     return s.kind != SlotKind::kParameter && s.kind != SlotKind::kConstant && !s.is_output;
   }
 
-  // Memory O0 (SOMAS off, performance first): every tensor keeps its own pooled buffer until the
-  // run ends, so no step waits on memory another one frees; the pool reuses the buffers across
-  // runs.
+  // Memory O0 (SOMAS off, MindSpore's meaning): every tensor has its own pooled buffer, which goes
+  // back to the pool as soon as its last reader has run (a value nothing reads goes back right
+  // after its producer), so the pool's peak is the live set and later steps reuse the freed
+  // blocks. Graph outputs are never released: the caller keeps them. KernelExecutor's inter-op
+  // parallel run frees by counting readers instead (the planned step assumes serial order).
   void assign_pooled(Plan& plan) {
     if (plan.steps.empty()) return;
     for (size_t id = 0; id < plan.slots.size(); ++id) {
-      if (!is_intermediate(plan, static_cast<int>(id))) continue;
-      plan.steps.back().release_after.push_back(static_cast<int>(id));
+      if (!is_intermediate(plan, static_cast<int>(id)) || producer_[id] == kNoStep) continue;
+      plan.steps[last_use_[id]].release_after.push_back(static_cast<int>(id));
     }
   }
 
@@ -361,9 +363,9 @@ class Planner {
         continue;
       }
       if (slot.kind != SlotKind::kPooled) continue;
-      // Pooled intermediates live until their release step (the run's end at O0), outputs to the
-      // end.
-      const int end = static_cast<int>(n) - 1;
+      // Pooled intermediates live until their last reader has run (their release step), graph
+      // outputs to the end.
+      const int end = slot.is_output ? static_cast<int>(n) - 1 : last_use_[id];
       delta[producer_[id]] += static_cast<int64_t>(slot.bytes);
       delta[end + 1] -= static_cast<int64_t>(slot.bytes);
     }

@@ -7,12 +7,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace mf::runtime {
 
 inline constexpr size_t kTensorAlignment = 64;
 
+// What the pool holds. reserved_bytes = in_use_bytes + cached_bytes + untouched_bytes: memory
+// handed out, memory freed and kept committed for reuse (so a second run makes no system
+// allocation), and mapped address space no run has written yet (it costs no memory).
 struct MemoryStats {
   size_t in_use_bytes = 0;        // handed out now
   size_t peak_in_use_bytes = 0;   // highest in_use since the last reset_peak()
@@ -21,7 +25,15 @@ struct MemoryStats {
   size_t limit_bytes = 0;
   size_t cached_bytes =
       0;  // freed chunks kept committed for reuse; counts against the limit with in_use
+  size_t untouched_bytes = 0;     // reserved, never handed out: address space only
+  size_t blocks = 0;              // blocks held now (each one mmap)
+  size_t free_chunks = 0;         // free pieces of those blocks, after coalescing
+  size_t largest_free_bytes = 0;  // the largest request the pool can serve without growing
 };
+
+// "1 GiB reserved in 1 block: 48 MiB in use, 12 MiB freed and kept for reuse, 964 MiB mapped but
+// never touched (costs no memory)".
+std::string describe_reserved(const MemoryStats& stats);
 
 struct PoolOptions {
   size_t max_bytes = size_t(1024) << 30;  // max_device_memory

@@ -30,11 +30,19 @@ std::string slot_list(const std::vector<int>& ids) {
 
 }  // namespace
 
+std::string_view Plan::memory_regime() const {
+  const bool arena = arena_bytes > 0 || std::any_of(slots.begin(), slots.end(), [](const Slot& s) {
+                       return s.kind == SlotKind::kArena;
+                     });
+  return arena ? kArenaRegime : kPooledRegime;
+}
+
 // Every line starts with "# " so the text can be appended to an .ir dump and still parse.
 std::string Plan::describe() const {
   std::ostringstream out;
   out << "# Memory plan of graph @" << (graph != nullptr ? graph->name() : std::string("?")) << ": "
       << slots.size() << " slots, " << steps.size() << " steps\n";
+  out << "# memory: " << memory_regime() << "\n";
   out << "# arena_bytes: " << arena_bytes << "\n";
   out << "# planned_peak_bytes: " << planned_peak_bytes << "\n";
   out << "# parameters: [" << slot_list(parameters) << "]  outputs: [" << slot_list(outputs)

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/graph.h"
@@ -55,6 +56,14 @@ struct Plan {
   size_t arena_bytes = 0;         // kArena: the arena one run needs
   size_t planned_peak_bytes = 0;  // the most bytes alive at once under this plan (arena + pooled)
   std::string describe() const;   // the memory plan as text, for save_graphs >= 2 dumps
+  // How intermediates get their bytes, in the words the plan dump and `mf run` use:
+  // kPooledRegime (memory_optimize_level O0: a pooled buffer each, back to the pool after its last
+  // reader) or kArenaRegime (O1: offsets in one planned arena, with in-place reuse). Read off the
+  // slots (any kArena slot means the arena), so a plan loaded from the compile cache says it too.
+  std::string_view memory_regime() const;
 };
+
+inline constexpr std::string_view kPooledRegime = "pooled, freed after last use";
+inline constexpr std::string_view kArenaRegime = "planned arena";
 
 }  // namespace mf::runtime

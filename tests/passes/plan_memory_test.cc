@@ -47,24 +47,35 @@ bool overlaps(const runtime::Slot& a, const runtime::Slot& b) {
   return a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes;
 }
 
-TEST(PlanMemory, O0GivesEveryIntermediateItsOwnPooledBufferForTheWholeRun) {
+TEST(PlanMemory, O0GivesEveryIntermediateItsOwnPooledBufferFreedAfterItsLastReader) {
   auto g = chain_graph();
   const Plan p = plan(*g, MemoryLevel::kO0);
   ASSERT_EQ(p.steps.size(), 6u);
   EXPECT_EQ(p.arena_bytes, 0u);
   for (const auto& slot : p.slots) EXPECT_NE(slot.kind, SlotKind::kArena);
-  // Nothing is released before the run ends; then every intermediate goes back to the pool.
-  for (size_t s = 0; s + 1 < p.steps.size(); ++s)
-    EXPECT_TRUE(p.steps[s].release_after.empty()) << s;
-  std::vector<int> intermediates;
-  for (size_t s = 0; s + 1 < p.steps.size(); ++s) intermediates.push_back(p.steps[s].outputs[0]);
-  EXPECT_EQ(p.steps.back().release_after, intermediates);
+  // Each intermediate goes back to the pool right after the step that reads it last.
+  EXPECT_TRUE(p.steps[0].release_after.empty());
+  for (size_t s = 1; s < p.steps.size(); ++s) {
+    EXPECT_EQ(p.steps[s].release_after, std::vector<int>{p.steps[s - 1].outputs[0]}) << s;
+  }
   const auto& out = p.slots[p.outputs[0]];
   EXPECT_EQ(out.kind, SlotKind::kPooled);
   EXPECT_TRUE(out.is_output);
   EXPECT_EQ(p.slots[p.parameters[0]].kind, SlotKind::kParameter);
-  // All five 16 KiB intermediates alive at the end, plus the 64-byte pooled scalar output.
-  EXPECT_EQ(p.planned_peak_bytes, 5 * kTensorBytes + 64);
+  // The live set: a step's input and output, never the sum of all five 16 KiB intermediates.
+  EXPECT_EQ(p.planned_peak_bytes, 2 * kTensorBytes);
+  EXPECT_NE(p.describe().find("pooled, freed after last use"), std::string::npos);
+}
+
+TEST(PlanMemory, O0ReleasesAValueNothingReadsRightAfterItsProducer) {
+  auto g = std::make_unique<Graph>("dead");
+  auto* x = g->add_parameter("x", f32({64, 64}));
+  g->add_node("relu", {x});  // read by nobody
+  g->add_output(g->add_node("tanh", {x}));
+  const Plan p = plan(*g, MemoryLevel::kO0);
+  ASSERT_EQ(p.steps.size(), 2u);
+  const int dead = p.steps[0].node->op() == "relu" ? 0 : 1;
+  EXPECT_EQ(p.steps[dead].release_after, std::vector<int>{p.steps[dead].outputs[0]});
 }
 
 TEST(PlanMemory, O1PeakIsLowerThanO0OnAChain) {

@@ -181,6 +181,51 @@ TEST_F(GraphExecutorTest, ManyRandomRunsInParallelMatchSerial) {
   }
 }
 
+// 20 layers of v = tanh(v) + neg(v) on 1 MiB tensors: 60 MiB of intermediates in all, but at most
+// four alive at once.
+std::unique_ptr<Graph> long_chain_graph() {
+  auto g = std::make_unique<Graph>("long_chain");
+  ir::Value v = g->add_parameter("x", f32({512, 512}));
+  for (int layer = 0; layer < 20; ++layer) {
+    auto* a = g->add_node("tanh", {v});
+    auto* b = g->add_node("neg", {v});
+    v = g->add_node("add", {a, b});
+  }
+  g->add_output(v);
+  return g;
+}
+
+// Only freeing each tensor after its last reader (memory O0) or reusing planned bytes (O1) fits the
+// limit: the sum of the intermediates is 7.5 times it.
+TEST_F(GraphExecutorTest, SmallLiveSetFitsALimitFarBelowTheSumOfIntermediates) {
+  constexpr size_t kMiB = size_t(1) << 20;
+  auto g = long_chain_graph();
+  const std::vector<TensorArg> inputs = {random_arg(f32({512, 512}), 7)};
+  const auto expected =
+      make_kernel_executor(plan_of(*g, passes::MemoryLevel::kO0))->run(inputs, {});
+  for (auto level : {passes::MemoryLevel::kO0, passes::MemoryLevel::kO1}) {
+    auto plan = plan_of(*g, level);
+    EXPECT_GE(plan->planned_peak_bytes, 2 * kMiB);
+    EXPECT_LE(plan->planned_peak_bytes, 4 * kMiB) << plan->memory_regime();
+    for (int parallelism : {1, 2}) {
+      auto pool = make_memory_pool({.max_bytes = 8 * kMiB, .block_bytes = 8 * kMiB});
+      RunOptions options;
+      options.pool = pool.get();
+      options.inter_op_parallelism = parallelism;
+      auto executor = make_kernel_executor(plan);
+      for (int run = 0; run < 3; ++run) {
+        const auto got = executor->run(inputs, options);
+        ASSERT_TRUE(same_bits(got[0], expected[0]))
+            << plan->memory_regime() << ", inter-op " << parallelism << ", run " << run;
+      }
+      const MemoryStats stats = pool->stats();
+      EXPECT_LE(stats.peak_in_use_bytes, 5 * kMiB)
+          << plan->memory_regime() << ", inter-op " << parallelism;
+      EXPECT_EQ(stats.system_allocations, 1u);
+    }
+  }
+}
+
 TEST_F(GraphExecutorTest, InputTypeMismatchNamesParameter) {
   auto g = mlp_graph();
   auto executor = make_kernel_executor(plan_of(*g, passes::MemoryLevel::kO0));

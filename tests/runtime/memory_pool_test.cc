@@ -118,6 +118,103 @@ TEST(MemoryPool, FreedChunksCoalesceForALargerRequest) {
   EXPECT_EQ(pool->stats().system_allocations, 1u);
 }
 
+char* at(const std::shared_ptr<Buffer>& buffer) {
+  return static_cast<char*>(buffer->data());
+}
+
+TEST(MemoryPool, BestFitTakesTheSmallestFreeChunkThatFits) {
+  auto pool = make_memory_pool(options(256 * kMiB, 64 * kMiB));
+  // Free holes of 8, 2 and 4 MiB, kept apart by live separators so they cannot coalesce.
+  auto h8 = pool->allocate(8 * kMiB, "h8");
+  auto s1 = pool->allocate(kMiB, "s1");
+  auto h2 = pool->allocate(2 * kMiB, "h2");
+  auto s2 = pool->allocate(kMiB, "s2");
+  auto h4 = pool->allocate(4 * kMiB, "h4");
+  auto s3 = pool->allocate(kMiB, "s3");
+  char* const p8 = at(h8);
+  char* const p2 = at(h2);
+  char* const p4 = at(h4);
+  h8.reset();
+  h2.reset();
+  h4.reset();
+  EXPECT_EQ(pool->stats().free_chunks, 4u);  // the three holes and the block's tail
+  auto a = pool->allocate(3 * kMiB, "a");    // 2 is too small, 4 is the best fit
+  EXPECT_EQ(at(a), p4);
+  auto b = pool->allocate(2 * kMiB, "b");  // exact fit
+  EXPECT_EQ(at(b), p2);
+  auto c = pool->allocate(5 * kMiB, "c");  // only the 8 MiB hole (before the tail) fits
+  EXPECT_EQ(at(c), p8);
+  EXPECT_EQ(pool->stats().system_allocations, 1u);
+}
+
+TEST(MemoryPool, FreeingCoalescesWithBothNeighbours) {
+  auto pool = make_memory_pool(options(256 * kMiB, 64 * kMiB));
+  auto a = pool->allocate(4 * kMiB, "a");
+  auto b = pool->allocate(4 * kMiB, "b");
+  auto c = pool->allocate(4 * kMiB, "c");
+  auto wall = pool->allocate(kMiB, "wall");  // keeps the three apart from the block's tail
+  char* const base = at(a);
+  a.reset();
+  c.reset();
+  EXPECT_EQ(pool->stats().free_chunks, 3u);  // a, c and the tail
+  b.reset();                                 // joins a and c: one 12 MiB chunk
+  EXPECT_EQ(pool->stats().free_chunks, 2u);
+  auto whole = pool->allocate(12 * kMiB, "whole");
+  EXPECT_EQ(at(whole), base);
+  EXPECT_EQ(pool->stats().system_allocations, 1u);
+  whole.reset();
+  wall.reset();  // everything joins the tail: the block is one free chunk again
+  const MemoryStats stats = pool->stats();
+  EXPECT_EQ(stats.free_chunks, 1u);
+  EXPECT_EQ(stats.largest_free_bytes, 64 * kMiB);
+}
+
+TEST(MemoryPool, NoSystemAllocationInASecondIterationAfterGrowingPastABlock) {
+  // Each "iteration" holds more than one block at its peak, in assorted sizes freed out of order.
+  auto pool = make_memory_pool(options(1024 * kMiB, 16 * kMiB));
+  auto iteration = [&] {
+    std::vector<std::shared_ptr<Buffer>> live;
+    for (int i = 0; i < 40; ++i) {
+      live.push_back(pool->allocate(size_t(i % 7 + 1) * 300 * 1024 + 64 * i, "act"));
+      if (i % 3 == 2) live.erase(live.begin() + (i % static_cast<int>(live.size())));
+    }
+  };
+  iteration();
+  const MemoryStats first = pool->stats();
+  EXPECT_GT(first.blocks, 1u);
+  EXPECT_EQ(first.in_use_bytes, 0u);
+  for (int i = 0; i < 5; ++i) iteration();
+  const MemoryStats later = pool->stats();
+  EXPECT_EQ(later.system_allocations, first.system_allocations);
+  EXPECT_EQ(later.reserved_bytes, first.reserved_bytes);
+}
+
+TEST(MemoryPool, StatsSayWhatStaysReservedAndWhy) {
+  auto pool = make_memory_pool(options(256 * kMiB, 64 * kMiB));
+  auto keep = pool->allocate(4 * kMiB, "keep");
+  { auto freed = pool->allocate(8 * kMiB, "freed"); }
+  const MemoryStats stats = pool->stats();
+  EXPECT_EQ(stats.reserved_bytes, 64 * kMiB);
+  EXPECT_EQ(stats.in_use_bytes, 4 * kMiB);
+  EXPECT_EQ(stats.cached_bytes, 8 * kMiB);
+  EXPECT_EQ(stats.untouched_bytes, 52 * kMiB);
+  EXPECT_EQ(stats.in_use_bytes + stats.cached_bytes + stats.untouched_bytes, stats.reserved_bytes);
+  EXPECT_EQ(stats.blocks, 1u);
+  EXPECT_EQ(describe_reserved(stats),
+            "64 MiB reserved in 1 block: 4 MiB in use, 8 MiB freed and kept for reuse, 52 MiB "
+            "mapped but never touched (costs no memory)");
+}
+
+TEST(MemoryPool, LargeBlocksStartOnAHugePageBoundary) {
+  auto pool = make_memory_pool(options(256 * kMiB, 8 * kMiB));
+  auto first = pool->allocate(64, "first");  // the first chunk of a fresh block is its base
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first->data()) % (2 * kMiB), 0u);
+  auto big = pool->allocate(9 * kMiB + 5, "big");  // a block of its own, whole huge pages
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(big->data()) % (2 * kMiB), 0u);
+  EXPECT_EQ(pool->stats().reserved_bytes, 8 * kMiB + 10 * kMiB);
+  std::memset(big->data(), 1, 9 * kMiB + 5);
+}
+
 TEST(MemoryPool, OutOfMemoryNamesOpBytesAndLimitAndPoolStaysUsable) {
   auto pool = make_memory_pool(options(size_t(1.1 * (size_t(1) << 30))));
   auto held = pool->allocate(size_t(1) << 30, "weights");

@@ -103,6 +103,7 @@ CompiledCell& find_or_compile(nn::Cell& cell, const Tensor& x, CompiledForms& fo
   forms.last_entry = form;
   forms.last_entry_derived = derived;
   report.planned_peak_bytes = form->network->compiled.plan->planned_peak_bytes;
+  report.memory_regime = std::string(form->network->compiled.plan->memory_regime());
   report.executor = std::string(form->network->executor->name());
   report.jit_level = std::string(context::to_string(derived->policy.jit_level.value));
   report.fusion_level = derived->policy.fusion_level.value;

@@ -34,6 +34,7 @@ struct GraphRunReport {
   double trace_ms = 0, compile_ms = 0, run_ms = 0;
   size_t planned_peak_bytes = 0;
   size_t prepared_kernels = 0;  // oneDNN primitives created at compile time
+  std::string memory_regime;    // "pooled, freed after last use" / "planned arena"
   std::string executor;         // "KernelExecutor" / "SinkExecutor"
   std::string jit_level;        // "O1"
   int fusion_level = 0;         // graph-kernel opt_level

@@ -167,6 +167,7 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
     report_.prepared_kernels = network->prepared_kernels;
   }
   report_.planned_peak_bytes = network->compiled.plan->planned_peak_bytes;
+  report_.memory_regime = std::string(network->compiled.plan->memory_regime());
   report_.executor = std::string(network->executor->name());
   report_.jit_level = std::string(context::to_string(policy.jit_level.value));
   report_.fusion_level = policy.fusion_level.value;

@@ -52,10 +52,10 @@ std::vector<std::pair<std::string, nn::Cell*>> mark_jit_cells(nn::Cell& net,
 
 void print_graph_report(const std::string& label, const engine::GraphRunReport& report) {
   std::printf(
-      "%s: compiled in %.3g ms (trace %.3g ms), jit_level %s, fusion %d, %s, planned peak %s, "
-      "%zu kernels prepared\n",
+      "%s: compiled in %.3g ms (trace %.3g ms), jit_level %s, fusion %d, %s, memory %s, planned "
+      "peak %s, %zu kernels prepared\n",
       label.c_str(), report.compile_ms, report.trace_ms, report.jit_level.c_str(),
-      report.fusion_level, report.executor.c_str(),
+      report.fusion_level, report.executor.c_str(), report.memory_regime.c_str(),
       runtime::format_bytes(report.planned_peak_bytes).c_str(), report.prepared_kernels);
   if (!report.cache_key.empty()) {
     std::printf("compile cache: %s %s (%s)\n", report.cache_hit ? "hit" : "miss",
@@ -174,9 +174,10 @@ void run(const RunOptions& options) {
               steady[steady.size() / 2], steady.size(), steady.size() == 1 ? "" : "s",
               millis.size() > 1 ? " after the first" : "");
   const runtime::MemoryStats stats = runtime::default_pool().stats();
-  std::printf("memory: peak %s in use, %s reserved, %zu system allocations\n",
+  std::printf("memory: peak %s in use, %s reserved, %zu system allocations (%s)\n",
               runtime::format_bytes(stats.peak_in_use_bytes).c_str(),
-              runtime::format_bytes(stats.reserved_bytes).c_str(), stats.system_allocations);
+              runtime::format_bytes(stats.reserved_bytes).c_str(), stats.system_allocations,
+              runtime::describe_reserved(stats).c_str());
   if (!options.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.output_dir, ec);

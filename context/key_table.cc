@@ -688,6 +688,11 @@ std::vector<std::string> closest_keys(const std::vector<KeySpec>& table, std::st
   for (const auto& spec : table) {
     const std::size_t distance = edit_distance(name, spec.name);
     if (distance <= limit) near.emplace_back(distance, spec.name);
+    // A sub-key given at the top level ("jit_level" for "jit_config.jit_level") is named whole.
+    for (const auto& sub : spec.sub_keys) {
+      const std::size_t sub_distance = edit_distance(name, sub.name);
+      if (sub_distance <= limit) near.emplace_back(sub_distance, spec.name + "." + sub.name);
+    }
   }
   std::stable_sort(near.begin(), near.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -18,6 +18,24 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// A sub-key given as a key of its own is named with its parent (issue #15).
+TEST_F(ContextTest, AMisplacedSubKeyIsNamedWithItsParent) {
+  for (const char* key : {"jit_level", "jit_levl"}) {
+    try {
+      set({{key, "O1"}});
+      FAIL() << key << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.message(), HasSubstr("did you mean 'jit_config.jit_level'")) << e.message();
+    }
+  }
+  try {
+    get("infer_boost");
+    FAIL() << "get(infer_boost) was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.message(), HasSubstr("'jit_config.infer_boost'")) << e.message();
+  }
+}
+
 TEST_F(ContextTest, EveryKeyHasTheDocumentedDefault) {
   const Json expected = {
       {"device_id", 0},

@@ -15,9 +15,12 @@ constexpr uint64_t kOpen = std::numeric_limits<uint64_t>::max();
 // How many asynchronous tasks may wait in the queue before submit() blocks. Each queued task holds
 // its output buffers (allocated at submit) and its inputs, so an unbounded queue let the caller run
 // the whole network ahead and hold every activation at once (1.2 GiB on a 12-layer transformer
-// whose live set is 50 MiB). Two keep the worker busy (submitting an op costs microseconds, running
-// it far more): measured on that transformer, depth 2 ran faster than 8 and peaked at 63 MiB.
-constexpr size_t kMaxQueued = 2;
+// whose live set is 50 MiB). One queued task (beside the running one) still keeps the worker busy
+// (submitting an op costs microseconds, running it far more) and leaves the second core to the
+// kernels: measured with `mf run`, the 12-layer transformer at depth 8 / 2 / 1 peaked at 84 / 63 /
+// 59 MiB (median 185 / 173 / 172 ms), the sample transformer at depth 2 / 1 at 27 / 22 MiB
+// (median 14.1 / 10.6-11 ms).
+constexpr size_t kMaxQueued = 1;
 
 // The executor whose worker is the current thread: waiting on it from its own tasks would deadlock.
 thread_local const EagerExecutor* tls_worker_of = nullptr;

@@ -76,6 +76,14 @@ size_t prepare_kernels(const ir::Graph& graph, const runtime::RunOptions& run) {
 
 }  // namespace
 
+// What a cache hit needs to fall back on compiling: the lookup (its key), the trace and the
+// options.
+struct HitRecovery {
+  CacheLookup lookup;
+  std::unique_ptr<ir::Graph> source;
+  DriverOptions options;
+};
+
 DriverOptions driver_options(const context::Policy& policy, std::string dump_prefix) {
   DriverOptions options;
   passes::CompileOptions& compile = options.compile;
@@ -126,7 +134,13 @@ std::unique_ptr<CompiledNetwork> compile(std::unique_ptr<ir::Graph> graph,
   if (options.compile_cache) cached = lookup_compiled(policy, *graph, input, fingerprint);
   if (cached && cached->compiled) {
     network->compiled = std::move(*cached->compiled);
+    cached->compiled.reset();
     network->cache_hit = true;
+    network->cache_key = cached->key.hex;
+    network->cache_note = cached->note;
+    network->recovery =
+        std::make_shared<HitRecovery>(HitRecovery{std::move(*cached), std::move(graph), options});
+    cached.reset();
   } else {
     network->compiled = passes::compile(std::move(graph), options.compile);
     if (cached) {
@@ -145,26 +159,58 @@ std::unique_ptr<CompiledNetwork> compile(std::unique_ptr<ir::Graph> graph,
   return network;
 }
 
+namespace {
+
+// The hit's entry failed its first run: discard it, compile the trace, store the result.
+void recompile_after_failed_hit(CompiledNetwork& network, const context::Policy& policy,
+                                const std::string& reason) {
+  HitRecovery& recovery = *network.recovery;
+  discard_compiled(policy, recovery.lookup, reason);
+  const auto start = Clock::now();
+  network.compiled = passes::compile(std::move(recovery.source), recovery.options.compile);
+  network.cache_note = "entry failed its first run (" + reason + "); recompiled, " +
+                       store_compiled(policy, recovery.lookup, network.compiled, 0);
+  network.cache_hit = false;
+  network.executor = make_executor(recovery.options.executor, network.compiled.plan);
+  network.prepared_kernels = prepare_kernels(*network.compiled.graph, recovery.options.run);
+  network.compile_ms += millis_since(start);
+  network.recovery.reset();
+}
+
+}  // namespace
+
 std::vector<runtime::TensorArg> run(CompiledNetwork& network,
                                     std::span<const runtime::TensorArg> inputs,
                                     const context::Policy& policy,
                                     const context::Snapshot& snapshot, std::string_view what) {
-  runtime::RunOptions options = run_options(policy);
-  Recorder recorder(policy, snapshot, *network.compiled.graph);
-  options.on_step = recorder.step_callback();
-  std::vector<runtime::TensorArg> outputs;
+  const auto attempt = [&] {
+    runtime::RunOptions options = run_options(policy);
+    Recorder recorder(policy, snapshot, *network.compiled.graph);
+    options.on_step = recorder.step_callback();
+    std::vector<runtime::TensorArg> outputs;
+    try {
+      outputs = network.executor->run(inputs, options);
+    } catch (Error& e) {
+      if (network.recovery) throw;  // the caller compiles instead and tries once more
+      recorder.on_failure(e);
+      e.add_context("while running " + std::string(what) + " in " +
+                    std::string(context::to_string(policy.mode.value)) + " (jit_level " +
+                    std::string(context::to_string(network.jit_level)) + ", " +
+                    std::string(network.executor->name()) + ")");
+      throw;
+    }
+    recorder.on_success();
+    return outputs;
+  };
+  if (!network.recovery) return attempt();
   try {
-    outputs = network.executor->run(inputs, options);
-  } catch (Error& e) {
-    recorder.on_failure(e);
-    e.add_context("while running " + std::string(what) + " in " +
-                  std::string(context::to_string(policy.mode.value)) + " (jit_level " +
-                  std::string(context::to_string(network.jit_level)) + ", " +
-                  std::string(network.executor->name()) + ")");
-    throw;
+    std::vector<runtime::TensorArg> outputs = attempt();
+    network.recovery.reset();  // the entry ran: nothing to fall back on any more
+    return outputs;
+  } catch (const Error& e) {
+    recompile_after_failed_hit(network, policy, e.message());
   }
-  recorder.on_success();
-  return outputs;
+  return attempt();
 }
 
 }  // namespace mf::engine

@@ -34,6 +34,8 @@ struct DriverOptions {
 // The one place decisions become options. `dump_prefix` starts every dump file's name.
 DriverOptions driver_options(const context::Policy& policy, std::string dump_prefix);
 
+struct HitRecovery;  // engine/driver.cc
+
 // One compiled form of a graph: the optimized graph with its plan, and the executor that runs it.
 struct CompiledNetwork {
   context::Fingerprint fingerprint;
@@ -46,6 +48,10 @@ struct CompiledNetwork {
   // "stored in DIR; nearest entry ... differs in: ..."). Empty key: the cache was off.
   bool cache_hit = false;
   std::string cache_key, cache_note;
+  // A hit keeps its trace and options until its first run has succeeded: if that run fails, the
+  // entry is discarded, the trace compiled, stored and run instead (a stored entry that passes its
+  // checks but fails is a miss, never a failure of every later run).
+  std::shared_ptr<HitRecovery> recovery;
 };
 
 // Compiles `graph` (a trace or a parsed graph) under `options`. With options.compile_cache a hit
@@ -70,7 +76,8 @@ std::unique_ptr<runtime::GraphExecutor> make_executor(context::Executor kind,
 
 // Runs a compiled network on inputs in graph-parameter order under the policy's run options, with
 // the Running Data Recorder the context asks for. An error gets "while running `what` in MODE
-// (jit_level Ox)" as context.
+// (jit_level Ox)" as context. The first run of a cache hit that fails recompiles and runs again
+// (see CompiledNetwork::recovery).
 std::vector<runtime::TensorArg> run(CompiledNetwork& network,
                                     std::span<const runtime::TensorArg> inputs,
                                     const context::Policy& policy,

@@ -179,6 +179,11 @@ Tensor run_compiled_cell(nn::Cell& cell, const Tensor& x, CompiledForms& forms,
                                                 policy, context::snapshot(), cell.class_name());
   report.run_ms = millis_since(start);
   report.ran = true;
+  if (report.compiled) {  // a hit whose first run failed was recompiled: say so
+    report.cache_hit = form.network->cache_hit;
+    report.cache_note = form.network->cache_note;
+    report.compile_ms = form.network->compile_ms;
+  }
   forms.last_report = std::move(report);
   return wrap_output(std::move(outputs), cell.class_name());
 }

@@ -185,6 +185,10 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
       engine::run(*network, inputs, policy, snapshot, "@" + graph_->name());
   report_.run_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   report_.ran = true;
+  if (report_.compiled) {  // a hit whose first run failed was recompiled: say so
+    report_.cache_hit = network->cache_hit;
+    report_.cache_note = network->cache_note;
+  }
   const std::vector<std::string> names = output_names();
   std::vector<std::pair<std::string, Tensor>> outputs;
   for (size_t i = 0; i < results.size(); ++i) {

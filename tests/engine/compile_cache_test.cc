@@ -33,6 +33,7 @@
 #include "engine/trace.h"
 #include "engine_fixture.h"
 #include "ir/serialize.h"
+#include "passes/pass.h"
 #include "runtime/graph_executor.h"
 #include "runtime/memory_pool.h"
 
@@ -853,3 +854,50 @@ TEST_F(CompileCacheTest, ClearListAndConcurrentWritersOfOneKey) {
 
 }  // namespace
 }  // namespace mf
+
+namespace mf::engine {
+namespace {
+
+// A "rewrite" whose graph verifies and plans but fails when it runs: y + 0 * gather(y, [10^6]),
+// an index far out of range, read at run time. Written into an entry by a process whose pipeline
+// had it (extra passes are not in the key), it stands for an entry that passes every check on load
+// and still fails.
+class OutOfRangeGather final : public passes::Pass {
+ public:
+  std::string_view name() const override { return "test-out-of-range-gather"; }
+  bool run(ir::Graph& graph) override {
+    const ir::Value y = graph.outputs()[0];
+    ir::Constant* index = graph.add_constant<int64_t>({1}, {1000000});
+    ir::Constant* zero = graph.add_constant<float>({}, {0.0f});
+    ir::Node* row = graph.add_node("gather", {y, index}, {{"axis", int64_t{0}}});
+    ir::Node* nothing = graph.add_node("mul", {row->output(), zero});
+    graph.set_output(0, graph.add_node("add", {y, nothing->output()})->output());
+    return true;
+  }
+};
+
+// Issue #17: an entry that fails its first run is discarded, the trace compiled, stored and run
+// instead: the call returns the right outputs, and the next process hits the good entry.
+TEST_F(CompileCacheTest, AnEntryThatFailsItsFirstRunIsRecompiledAndReplaced) {
+  use_cache();
+  const Traced t = trace("mlp");
+  DriverOptions broken = driver_options(t.policy, "test");
+  broken.compile.extra_passes.push_back([] { return std::make_unique<OutOfRangeGather>(); });
+  compile(t.trace.graph->clone(), t.input.type(), t.policy, t.fingerprint, broken);  // stored
+
+  std::vector<double> expected;
+  context::set({{"enable_compile_cache", false}});
+  run("mlp", &expected);
+  use_cache();
+  std::vector<double> got;
+  const GraphRunReport recovered = run("mlp", &got);
+  EXPECT_FALSE(recovered.cache_hit);
+  expect_bitwise_equal(got, expected);
+  // The replacement is the good compile: a fresh cell hits it and runs.
+  const GraphRunReport hit = run("mlp", &got);
+  EXPECT_TRUE(hit.cache_hit) << hit.cache_note;
+  expect_bitwise_equal(got, expected);
+}
+
+}  // namespace
+}  // namespace mf::engine

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ir/op_def.h"
+#include "runtime/dnnl/engine.h"
 #include "runtime/parallel.h"
 
 namespace {
@@ -171,5 +172,18 @@ void BM_FmaPeak(benchmark::State& state) {
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
+
+// MF_DNNL_CONV_LAYOUT=plain|blocked forces the convolutions' layouts for this run (the library
+// never reads the environment).
+const bool kConvLayoutFromEnvironment = [] {
+  using mf::runtime::dnnl_rt::ConvLayout;
+  if (const char* v = std::getenv("MF_DNNL_CONV_LAYOUT"); v != nullptr) {
+    const std::string layout(v);
+    mf::runtime::dnnl_rt::set_conv_layout(layout == "plain"     ? ConvLayout::kPlain
+                                          : layout == "blocked" ? ConvLayout::kBlocked
+                                                                : ConvLayout::kAuto);
+  }
+  return true;
+}();
 
 BENCHMARK_MAIN();

@@ -8,8 +8,10 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/memory_pool.h"
@@ -53,5 +55,13 @@ void BM_FirstTouch(benchmark::State& state) {
 BENCHMARK(BM_FirstTouch)->Unit(benchmark::kMillisecond);
 
 }  // namespace
+
+// MF_POOL_HUGE_PAGES=0 turns huge pages off for this run (the library never reads the environment).
+const bool kHugePagesFromEnvironment = [] {
+  if (const char* v = std::getenv("MF_POOL_HUGE_PAGES"); v != nullptr && std::string(v) == "0") {
+    mf::runtime::set_huge_pages(false);
+  }
+  return true;
+}();
 
 BENCHMARK_MAIN();

@@ -38,13 +38,6 @@ std::string describe_fused(const ir::Graph& owner, const ir::Node& node) {
   return owner.name() + "/%" + std::to_string(node.id()) + " " + node.op() + body;
 }
 
-Tensor to_tensor(runtime::TensorArg arg) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->type = arg.type;
-  impl->buffer = std::move(arg.buffer);
-  return Tensor(impl);
-}
-
 // Runs a compiled form of the cell's trace on x and returns its single output.
 Tensor execute(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
                const context::Policy& policy, CompiledNetwork& network) {
@@ -52,7 +45,7 @@ Tensor execute(nn::Cell& cell, const Tensor& x, const TraceResult& trace,
       run(network, bind_inputs(cell, trace.bindings, x), policy, context::snapshot(), "bisect");
   MF_CHECK(outputs.size() == 1, Internal, "bisect expects one output, the compiled graph returned ",
            outputs.size());
-  return to_tensor(std::move(outputs[0]));
+  return tensor_of(std::move(outputs[0]));
 }
 
 // Runs the fully compiled graph with its k-th fused kernel replaced by a call of the same body.

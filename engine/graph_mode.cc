@@ -91,32 +91,19 @@ CompiledCell& find_or_compile(nn::Cell& cell, const Tensor& x, CompiledForms& fo
     const CompiledNetwork& network = *form->network;
     report.compiled = true;
     report.trace_ms = form->trace_ms;
-    report.compile_ms = network.compile_ms;
-    report.dump_files = network.compiled.dump_files;
-    report.cache_hit = network.cache_hit;
-    report.cache_key = network.cache_key;
-    report.cache_note = network.cache_note;
-    report.prepared_kernels = network.prepared_kernels;
     log::info("compiled {} at jit_level {} in {:.3g} ms (trace {:.3g} ms)", cell.class_name(),
               context::to_string(network.jit_level), network.compile_ms, form->trace_ms);
   }
   forms.last_entry = form;
   forms.last_entry_derived = derived;
-  report.planned_peak_bytes = form->network->compiled.plan->planned_peak_bytes;
-  report.memory_regime = std::string(form->network->compiled.plan->memory_regime());
-  report.executor = std::string(form->network->executor->name());
-  report.jit_level = std::string(context::to_string(derived->policy.jit_level.value));
-  report.fusion_level = derived->policy.fusion_level.value;
+  describe_network(*form->network, derived->policy, report.compiled, report);
   return *form;
 }
 
 Tensor wrap_output(std::vector<runtime::TensorArg> outputs, const std::string& what) {
   MF_CHECK(outputs.size() == 1, Internal, "compiled ", what, " returned ", outputs.size(),
            " outputs");
-  auto impl = std::make_shared<TensorImpl>();
-  impl->type = outputs[0].type;
-  impl->buffer = std::move(outputs[0].buffer);
-  return Tensor(impl);
+  return tensor_of(std::move(outputs[0]));
 }
 
 // PYNATIVE: the compiled run is one task of the eager queue. Its inputs are taken as the tensors
@@ -153,6 +140,22 @@ Tensor submit_compiled(nn::Cell& cell, const Tensor& x, CompiledCell& form,
 
 }  // namespace
 
+void describe_network(const CompiledNetwork& network, const context::Policy& policy,
+                      bool just_compiled, GraphRunReport& report) {
+  report.planned_peak_bytes = network.compiled.plan->planned_peak_bytes;
+  report.memory_regime = std::string(network.compiled.plan->memory_regime());
+  report.executor = std::string(network.executor->name());
+  report.jit_level = std::string(context::to_string(policy.jit_level.value));
+  report.fusion_level = policy.fusion_level.value;
+  if (!just_compiled) return;
+  report.compile_ms = network.compile_ms;
+  report.dump_files = network.compiled.dump_files;
+  report.cache_hit = network.cache_hit;
+  report.cache_key = network.cache_key;
+  report.cache_note = network.cache_note;
+  report.prepared_kernels = network.prepared_kernels;
+}
+
 Tensor run_compiled_cell(nn::Cell& cell, const Tensor& x, CompiledForms& forms,
                          std::optional<context::JitLevel> network_jit_level,
                          std::source_location where) {
@@ -179,11 +182,7 @@ Tensor run_compiled_cell(nn::Cell& cell, const Tensor& x, CompiledForms& forms,
                                                 policy, context::snapshot(), cell.class_name());
   report.run_ms = millis_since(start);
   report.ran = true;
-  if (report.compiled) {  // a hit whose first run failed was recompiled: say so
-    report.cache_hit = form.network->cache_hit;
-    report.cache_note = form.network->cache_note;
-    report.compile_ms = form.network->compile_ms;
-  }
+  describe_network(*form.network, policy, report.compiled, report);  // a failed hit recompiled?
   forms.last_report = std::move(report);
   return wrap_output(std::move(outputs), cell.class_name());
 }

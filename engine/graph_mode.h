@@ -50,6 +50,12 @@ struct GraphRunReport {
   std::string cache_note;
 };
 
+// Fills what `report` says of `network` under `policy`: executor, levels and plan always; with
+// `just_compiled` also the compile (time, dumps, cache). Called again after a first run, which
+// may have replaced a cache hit by a compile (CompiledNetwork::recovery).
+void describe_network(const CompiledNetwork& network, const context::Policy& policy,
+                      bool just_compiled, GraphRunReport& report);
+
 // The policy a cell's compiled call ran under, with its compile fingerprint. Deriving them writes
 // every decision's explanation and walks the key table; a call reuses them while the context's
 // version, the mode and the network's own jit level are the ones they were derived from.

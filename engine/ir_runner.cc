@@ -159,18 +159,8 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
                                 driver_options(policy, graph_->name())));
     network = compiled_.back().get();
     report_.compiled = true;
-    report_.compile_ms = network->compile_ms;
-    report_.dump_files = network->compiled.dump_files;
-    report_.cache_hit = network->cache_hit;
-    report_.cache_key = network->cache_key;
-    report_.cache_note = network->cache_note;
-    report_.prepared_kernels = network->prepared_kernels;
   }
-  report_.planned_peak_bytes = network->compiled.plan->planned_peak_bytes;
-  report_.memory_regime = std::string(network->compiled.plan->memory_regime());
-  report_.executor = std::string(network->executor->name());
-  report_.jit_level = std::string(context::to_string(policy.jit_level.value));
-  report_.fusion_level = policy.fusion_level.value;
+  describe_network(*network, policy, report_.compiled, report_);
   if (policy.precompile_only.value) return {};
 
   std::vector<runtime::TensorArg> inputs;
@@ -185,17 +175,11 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
       engine::run(*network, inputs, policy, snapshot, "@" + graph_->name());
   report_.run_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   report_.ran = true;
-  if (report_.compiled) {  // a hit whose first run failed was recompiled: say so
-    report_.cache_hit = network->cache_hit;
-    report_.cache_note = network->cache_note;
-  }
+  describe_network(*network, policy, report_.compiled, report_);  // a failed hit recompiled?
   const std::vector<std::string> names = output_names();
   std::vector<std::pair<std::string, Tensor>> outputs;
   for (size_t i = 0; i < results.size(); ++i) {
-    auto impl = std::make_shared<TensorImpl>();
-    impl->type = results[i].type;
-    impl->buffer = std::move(results[i].buffer);
-    outputs.emplace_back(names.at(i), Tensor(impl));
+    outputs.emplace_back(names.at(i), tensor_of(std::move(results[i])));
   }
   return outputs;
 }

@@ -288,6 +288,13 @@ std::vector<Tensor> Tracer::trace_while(
   return outputs;
 }
 
+Tensor tensor_of(runtime::TensorArg arg) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->type = std::move(arg.type);
+  impl->buffer = std::move(arg.buffer);
+  return Tensor(impl);
+}
+
 std::vector<Tensor> bound_tensors(nn::Cell& cell, const std::vector<Binding>& bindings,
                                   const Tensor& x) {
   std::vector<std::pair<std::string, Tensor>> weights;  // fetched once, only if a weight is bound

@@ -36,6 +36,8 @@ struct Binding {
 // PYNATIVE work that produces any of them.
 std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
                                             const Tensor& x);
+// A tensor holding what an executor returned (the inverse of binding).
+Tensor tensor_of(runtime::TensorArg arg);
 // The same tensors without waiting for them: for a run queued behind the PYNATIVE work that
 // produces them.
 std::vector<Tensor> bound_tensors(nn::Cell& cell, const std::vector<Binding>& bindings,

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
@@ -34,13 +35,10 @@ size_t round_up(size_t value, size_t multiple) {
 
 constexpr size_t kHugePage = size_t(2) << 20;
 
-// MF_POOL_HUGE_PAGES=0 turns transparent huge pages off for the pool's blocks (for measuring).
+std::atomic<bool> huge_pages{true};  // set_huge_pages
+
 bool huge_pages_enabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("MF_POOL_HUGE_PAGES");
-    return value == nullptr || std::string(value) != "0";
-  }();
-  return enabled;
+  return huge_pages.load(std::memory_order_relaxed);
 }
 
 // One piece of a block: handed out, or free. `dirty` counts the bytes of a free chunk that have
@@ -370,6 +368,10 @@ MemoryPool& default_pool() {
   // Leaked on purpose: buffers held by static objects may be freed after any destructor would run.
   static MemoryPool* pool = make_memory_pool(PoolOptions{}).release();
   return *pool;
+}
+
+void set_huge_pages(bool enabled) {
+  huge_pages = enabled;
 }
 
 }  // namespace mf::runtime

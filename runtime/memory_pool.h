@@ -35,6 +35,11 @@ struct MemoryStats {
 // never touched (costs no memory)".
 std::string describe_reserved(const MemoryStats& stats);
 
+// Whether pool blocks of 2 MiB and more are mapped with transparent huge pages (on by default).
+// Set by the tool at start-up (`mf` reads MF_POOL_HUGE_PAGES=0 to turn it off, for measuring):
+// the library never reads the environment.
+void set_huge_pages(bool enabled);
+
 struct PoolOptions {
   size_t max_bytes = size_t(1024) << 30;  // max_device_memory
   size_t block_bytes = size_t(1) << 30;   // mempool_block_size

@@ -5,10 +5,13 @@
 #include <cstdlib>
 #include <iostream>
 #include <new>
+#include <string_view>
 
 #include "base/error.h"
 #include "base/logging.h"
 #include "context/context.h"
+#include "runtime/dnnl/engine.h"
+#include "runtime/memory_pool.h"
 #include "tools/commands.h"
 
 namespace mf::tools {
@@ -29,7 +32,22 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
       "trace, debug, info, warn, error, critical or off (default: MF_LOG_LEVEL, else warn)");
 }
 
+// Measurement knobs of the runtime, read once here: the library never reads the environment.
+void apply_runtime_environment() {
+  if (const char* v = std::getenv("MF_POOL_HUGE_PAGES");
+      v != nullptr && std::string_view(v) == "0") {
+    runtime::set_huge_pages(false);
+  }
+  if (const char* v = std::getenv("MF_DNNL_CONV_LAYOUT"); v != nullptr) {
+    const std::string_view layout(v);
+    runtime::dnnl_rt::set_conv_layout(layout == "plain"     ? runtime::dnnl_rt::ConvLayout::kPlain
+                                      : layout == "blocked" ? runtime::dnnl_rt::ConvLayout::kBlocked
+                                                            : runtime::dnnl_rt::ConvLayout::kAuto);
+  }
+}
+
 void apply_global_options(const GlobalOptions& options) {
+  apply_runtime_environment();
   if (!options.log_level.empty()) {
     log::set_level(log::parse_level(options.log_level));
   } else if (const char* env = std::getenv("MF_LOG_LEVEL"); env != nullptr && *env != '\0') {

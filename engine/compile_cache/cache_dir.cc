@@ -120,14 +120,22 @@ std::vector<std::string> CompileCache::evict(const std::string& keep) const {
   return removed;
 }
 
+namespace {
+// What the directory listing alone says of an entry; the header fills in the rest.
+CacheEntryInfo info_of(const FileStat& stat) {
+  CacheEntryInfo info;
+  info.path = stat.path;
+  info.key = stat.path.stem().string();
+  info.bytes = stat.bytes;
+  info.last_used = to_system(stat.mtime);
+  return info;
+}
+}  // namespace
+
 std::vector<CacheEntryInfo> CompileCache::list() const {
   std::vector<CacheEntryInfo> out;
   for (const FileStat& stat : stat_entries(dir_)) {
-    CacheEntryInfo info;
-    info.path = stat.path;
-    info.key = stat.path.stem().string();
-    info.bytes = stat.bytes;
-    info.last_used = to_system(stat.mtime);
+    CacheEntryInfo info = info_of(stat);
     // Only the header is read: a listing must stay cheap for a large cache.
     try {
       const std::optional<std::string> bytes = read_header_bytes(stat.path);
@@ -144,11 +152,7 @@ std::vector<CacheEntryInfo> CompileCache::list() const {
 std::vector<CacheEntryInfo> CompileCache::verify() const {
   std::vector<CacheEntryInfo> out;
   for (const FileStat& stat : stat_entries(dir_)) {
-    CacheEntryInfo info;
-    info.path = stat.path;
-    info.key = stat.path.stem().string();
-    info.bytes = stat.bytes;
-    info.last_used = to_system(stat.mtime);
+    CacheEntryInfo info = info_of(stat);
     bool found = false;
     try {
       const std::string bytes = read_file(stat.path.c_str(), &found);

@@ -32,6 +32,8 @@
 
 #include "runtime/dnnl/engine.h"
 
+#include <atomic>
+
 #include <omp.h>
 
 #include <cstdlib>
@@ -78,6 +80,17 @@ ScopedOmpThreads::ScopedOmpThreads(int threads) : previous_(omp_get_max_threads(
 
 ScopedOmpThreads::~ScopedOmpThreads() {
   if (omp_get_max_threads() != previous_) omp_set_num_threads(previous_);
+}
+
+namespace {
+std::atomic<ConvLayout> conv_layout_setting{ConvLayout::kAuto};
+}  // namespace
+
+void set_conv_layout(ConvLayout layout) {
+  conv_layout_setting = layout;
+}
+ConvLayout conv_layout() {
+  return conv_layout_setting;
 }
 
 }  // namespace mf::runtime::dnnl_rt

@@ -33,6 +33,13 @@ int kernel_threads();
 // Sets OpenMP's thread count (omp_set_num_threads) for regions started from the calling thread
 // while alive, restoring the previous count after. oneDNN (OpenMP runtime) reads it both when a
 // primitive is created (its work split) and when it runs (the team size).
+// Which layouts convolutions use: chosen per shape (kAuto, the default), or forced for measuring
+// the two paths. Set by the tool at start-up (`mf` reads MF_DNNL_CONV_LAYOUT=plain|blocked|auto):
+// the library never reads the environment.
+enum class ConvLayout { kAuto, kPlain, kBlocked };
+void set_conv_layout(ConvLayout layout);
+ConvLayout conv_layout();
+
 class ScopedOmpThreads {
  public:
   explicit ScopedOmpThreads(int threads);

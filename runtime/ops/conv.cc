@@ -219,20 +219,6 @@ struct DnnlConv {
 
 using dnnl_dims = dnnl::memory::dims;
 
-// MF_DNNL_CONV_LAYOUT=plain|blocked|auto (the default): a knob for measuring the two paths.
-enum class ConvLayout { kAuto, kPlain, kBlocked };
-ConvLayout conv_layout_override() {
-  static const ConvLayout layout = [] {
-    const char* v = std::getenv("MF_DNNL_CONV_LAYOUT");
-    if (v == nullptr) return ConvLayout::kAuto;
-    const std::string_view s(v);
-    return s == "plain"     ? ConvLayout::kPlain
-           : s == "blocked" ? ConvLayout::kBlocked
-                            : ConvLayout::kAuto;
-  }();
-  return layout;
-}
-
 // Blocked layouts pay off when each weight is used for enough output positions that reordering
 // the weights is small against the convolution (measured: benchmarks/dnnl_kernels_bench.cc), and
 // always for depthwise convolutions (tiny weights, no good plain kernel).
@@ -241,12 +227,12 @@ bool use_blocked_layout(const Shape& ws, const Window& win, int64_t groups, bool
   // differently by thread count (bits changed between 1 and 2 threads on a 3x3 512 -> 512 over
   // 7x7, batch 2); the direct kernels of the blocked layouts do not split it.
   if (deterministic) return true;
-  switch (conv_layout_override()) {
-    case ConvLayout::kPlain:
+  switch (dnnl_rt::conv_layout()) {
+    case dnnl_rt::ConvLayout::kPlain:
       return false;
-    case ConvLayout::kBlocked:
+    case dnnl_rt::ConvLayout::kBlocked:
       return true;
-    case ConvLayout::kAuto:
+    case dnnl_rt::ConvLayout::kAuto:
       break;
   }
   const bool depthwise = groups > 1 && ws[1] == 1;

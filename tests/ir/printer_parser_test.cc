@@ -73,6 +73,16 @@ TEST_F(PrinterParserTest, OutputNamesRoundTrip) {
   EXPECT_EQ(print_graph(*parsed), text);
   EXPECT_EQ(make_mlp()->output_name(0), "");
   EXPECT_THROW(g->set_output_name(0, "not a name"), Error);
+  // An unquoted name is a parse error that says what is expected.
+  std::string bad = text;
+  bad.replace(bad.find("as \"logits\""), 13, "as logits");
+  try {
+    parse_graph(bad);
+    FAIL() << "an unquoted output name was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a quoted output name after 'as'"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(PrinterParserTest, DetailLevels) {

@@ -61,6 +61,11 @@ void Importer::convert_binary() {
       {"Pow", "pow"}, {"Equal", "equal"}, {"Less", "less"}, {"Greater", "greater"},
   };
   Value a = input(0), b = input(1);
+  if (node_->op_type() == "Pow" && !ir::is_floating(a.type().dtype)) {
+    unsupported(
+        "an integer base is not supported (pow is computed in floating point); cast the "
+        "base to float before export");
+  }
   // Pow alone lets the exponent's type differ from the base's; the IR wants one dtype.
   if (node_->op_type() == "Pow" && b.type().dtype != a.type().dtype) {
     b = emit("cast", {b}, {{"dtype", a.type().dtype}});

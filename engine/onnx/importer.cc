@@ -71,12 +71,20 @@ ImportedModel Importer::run() {
 
 void Importer::read_opset() {
   bool found = false;
+  std::string other_domains;
   for (const OperatorSetIdProto& id : model_.opset_import()) {
     if (id.domain().empty() || id.domain() == "ai.onnx") {
       opset_ = id.version();
       found = true;
+    } else {
+      other_domains += (other_domains.empty() ? "'" : ", '") + id.domain() + "'";
     }
   }
+  // A model of another domain alone (ai.onnx.preview.training, ai.onnx.ml) is valid ONNX that this
+  // importer does not read; a model that imports no opset at all is not ONNX.
+  MF_CHECK(found || other_domains.empty(), Unsupported, source_, " uses only the domain(s) ",
+           other_domains, "; the importer reads the default ONNX domain (opsets ", kMinOpset,
+           " to ", kMaxOpset, ") only");
   MF_CHECK(found, InvalidArgument, source_,
            " imports no opset of the default ONNX domain; it is damaged or not an ONNX model");
   MF_CHECK(opset_ >= kMinOpset && opset_ <= kMaxOpset, Unsupported, source_, " uses opset ", opset_,

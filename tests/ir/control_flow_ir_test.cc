@@ -165,25 +165,51 @@ TEST(ControlFlowIr, WhileBodyMustKeepTypes) {
   EXPECT_NE(msg.find("subgraph @b's output types"), std::string::npos) << msg;
 }
 
-TEST(ControlFlowIr, ParsedMismatchIsCaughtByVerifier) {
-  auto g = control_flow_graph();
-  std::string text = print_graph(*g);
-  // Declare the call's result as (2, 2) instead of (4), everywhere it appears on the call's line.
+// Replaces the call's declared result type (4) by (2, 2) in `text`.
+std::string with_call_declared_2x2(std::string text) {
   const size_t line = text.find("= call(");
-  ASSERT_NE(line, std::string::npos);
-  const size_t arrow = text.find("-> (<Tensor[Float32], (4)>)", line);
-  ASSERT_NE(arrow, std::string::npos);
-  text.replace(arrow, std::string("-> (<Tensor[Float32], (4)>)").size(),
-               "-> (<Tensor[Float32], (2, 2)>)");
+  const std::string declared = "-> (<Tensor[Float32], (4)>)";
+  const size_t arrow = line == std::string::npos ? line : text.find(declared, line);
+  if (arrow == std::string::npos) {
+    ADD_FAILURE() << "no call declaring (4) in:\n" << text;
+    return text;
+  }
+  return text.replace(arrow, declared.size(), "-> (<Tensor[Float32], (2, 2)>)");
+}
+
+TEST(ControlFlowIr, ParsedMismatchIsCaughtByTheParserWhereTheResultIsUsed) {
+  // The cond that consumes the call declares its input as (4): the parser names both types.
+  const std::string text = with_call_declared_2x2(print_graph(*control_flow_graph()));
+  try {
+    parse_graph(text);
+    FAIL() << "the edited text parsed";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("declared type <Tensor[Float32], (4)> of input 1 does not match the type "
+                       "<Tensor[Float32], (2, 2)>"),
+              std::string::npos)
+        << msg;
+  }
+}
+
+TEST(ControlFlowIr, ParsedMismatchIsCaughtByTheVerifierWhenNothingUsesTheResult) {
+  // The call is the graph's output: nothing downstream declares its type, so the text parses and
+  // the verifier must compare the declaration with the subgraph.
+  Graph g("main");
+  Parameter* x = g.add_parameter("x", f32({4}));
+  Graph* twice = g.add_subgraph("twice");
+  Parameter* tx = twice->add_parameter("x", f32({4}));
+  twice->add_output(twice->add_node("add", {tx, tx}));
+  g.add_output(g.create_node(nullptr, "call", {x}, {{"graph", std::string("twice")}}, {f32({4})}));
+  const std::string text = with_call_declared_2x2(print_graph(g));
   std::unique_ptr<Graph> parsed;
   try {
     parsed = parse_graph(text);
   } catch (const Error& e) {
-    // The next node's declared input type no longer matches: the parser says so. Also fine.
-    SUCCEED() << e.what();
-    return;
+    FAIL() << "the parser rejected the edited text: " << e.what();
   }
-  EXPECT_NE(message_of(*parsed).find("output types"), std::string::npos);
+  const std::string msg = message_of(*parsed);
+  EXPECT_NE(msg.find("subgraph @twice's output types"), std::string::npos) << msg;
 }
 
 }  // namespace

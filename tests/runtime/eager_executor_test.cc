@@ -234,11 +234,15 @@ TEST(EagerExecutor, DestructionDrainsTheQueue) {
 }
 
 TEST(EagerExecutor, DefaultExecutorIsShared) {
-  EXPECT_EQ(&default_eager_executor(), &default_eager_executor());
+  // Two calls reach one queue: the second task's sequence number follows the first's, and waiting
+  // for it (through a third call) finds the first task's effect already applied.
   int value = 0;
-  const uint64_t seq = default_eager_executor().submit([&] { value = 7; }, TaskInfo::at("fill"));
-  default_eager_executor().wait_for(seq);
-  EXPECT_EQ(value, 7);
+  const uint64_t first = default_eager_executor().submit([&] { value = 7; }, TaskInfo::at("fill"));
+  const uint64_t second =
+      default_eager_executor().submit([&] { value *= 2; }, TaskInfo::at("double"));
+  EXPECT_GT(second, first);
+  default_eager_executor().wait_for(second);
+  EXPECT_EQ(value, 14);
 }
 
 }  // namespace

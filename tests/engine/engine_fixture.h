@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <exception>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,10 +19,17 @@ namespace mf::testing {
 class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override { reset_all(); }
+  // An asynchronous error still pending at the end belongs to this test: it fails the test (a
+  // test that expects one must sync and check it itself).
   void TearDown() override {
     try {
       engine::sync();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "an asynchronous error was left pending at the end of the test: "
+                    << e.what();
     } catch (...) {
+      ADD_FAILURE()
+          << "an asynchronous non-standard exception was left pending at the end of the test";
     }
     reset_all();
   }

@@ -13,6 +13,7 @@
 #include "context/parallel_context.h"
 #include "engine/dispatch.h"
 #include "engine/models/registry.h"
+#include "tests/unique_temp_path.h"
 
 namespace mf::testing {
 
@@ -42,8 +43,7 @@ class EngineTest : public ::testing::Test {
 // An EngineTest with a fresh scratch directory, dir_, removed afterwards.
 class EngineTestWithDir : public EngineTest {
  protected:
-  std::filesystem::path dir_ =
-      std::filesystem::temp_directory_path() / ("mf_engine_test_" + std::to_string(::getpid()));
+  std::filesystem::path dir_ = unique_temp_path("mf_engine_test");
   void SetUp() override {
     EngineTest::SetUp();
     std::filesystem::remove_all(dir_);

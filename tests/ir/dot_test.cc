@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "tests/ir/test_ops.h"
+#include "tests/unique_temp_path.h"
 
 namespace mf::ir {
 namespace {
@@ -46,7 +47,7 @@ TEST(DotTest, LabelsClustersAndEdges) {
       << dot;
   EXPECT_EQ(to_dot(g), dot);  // deterministic
 
-  const auto path = std::filesystem::temp_directory_path() / "mf_ir_dot_test.dot";
+  const auto path = mf::testing::unique_temp_path("mf_ir_dot_test").replace_extension(".dot");
   write_dot_file(g, path.string());
   std::ifstream in(path);
   std::stringstream read;

@@ -14,6 +14,7 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "tests/ir/test_ops.h"
+#include "tests/unique_temp_path.h"
 
 namespace mf::ir {
 namespace {
@@ -231,7 +232,8 @@ TEST_F(PrinterParserTest, PrintsConstantsMultiOutputsAndSubgraphs) {
 
 TEST_F(PrinterParserTest, FileRoundTrip) {
   auto g = make_mlp();
-  const auto path = std::filesystem::temp_directory_path() / "mf_ir_printer_parser_test.ir";
+  const auto path =
+      mf::testing::unique_temp_path("mf_ir_printer_parser_test").replace_extension(".ir");
   write_graph_file(*g, path.string());
   auto parsed = parse_graph_file(path.string());
   EXPECT_EQ(print_graph(*parsed), print_graph(*g));

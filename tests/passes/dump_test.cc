@@ -8,6 +8,7 @@
 #include "ir/parser.h"
 #include "passes/compiler.h"
 #include "tests/passes/pass_test_util.h"
+#include "tests/unique_temp_path.h"
 
 namespace mf::passes {
 namespace {
@@ -32,9 +33,9 @@ subgraph @f(%para1_x: f32(2, 3)) {
 class DumpTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("mf_dump_test_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    dir_ = mf::testing::unique_temp_path(
+        "mf_dump_test_" +
+        std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }

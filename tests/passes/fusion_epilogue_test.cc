@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "tests/passes/fusion_test_util.h"
+#include "tests/unique_temp_path.h"
 
 namespace mf::passes {
 namespace {
@@ -12,7 +13,7 @@ using testing::expand;
 using testing::fusion_options;
 
 TEST(MatmulEpilogueFusionTest, BiasAddFoldsIntoTheMatmulInEitherOrder) {
-  const auto dir = std::filesystem::temp_directory_path() / "mf_epilogue_fused_test";
+  const auto dir = mf::testing::unique_temp_path("mf_epilogue_fused_test");
   const CompileOptions options = testing::dumping_options(2, dir);
   auto pass = make_matmul_epilogue_fusion(options);
   auto r = testing::run_pass(*pass, R"(
@@ -43,7 +44,7 @@ subgraph @main(%para1_x: f32(4, 8), %para2_w: f32(6, 8), %para3_b: f32(6), %para
 }
 
 TEST(MatmulEpilogueFusionTest, SharedProductsAndNonBiasOperandsStayWithTheReason) {
-  const auto dir = std::filesystem::temp_directory_path() / "mf_epilogue_test";
+  const auto dir = mf::testing::unique_temp_path("mf_epilogue_test");
   const CompileOptions options = testing::dumping_options(2, dir);
   const char* text = R"(
 subgraph @main(%para1_x: f32(4, 8), %para2_w: f32(8, 6), %para3_y: f32(4, 6), %para4_b: f32(6)) {

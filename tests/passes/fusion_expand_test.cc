@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "tests/passes/fusion_test_util.h"
+#include "tests/unique_temp_path.h"
 
 namespace mf::passes {
 namespace {
@@ -21,7 +22,7 @@ subgraph @main(%para1_x: f32(3)) {
 )";
 
 TEST(ExpandCompositeOpsTest, ElementwiseCompositesStayWholeByDefault) {
-  const auto dir = std::filesystem::temp_directory_path() / "mf_expand_whole_test";
+  const auto dir = mf::testing::unique_temp_path("mf_expand_whole_test");
   const CompileOptions options = testing::dumping_options(1, dir);
   auto r = testing::run_pass(*make_expand_composite_ops(options), kSigmoidSquare);
   EXPECT_FALSE(r.changed) << "their own tile math fuses whole, in one pass";

@@ -7,6 +7,7 @@
 
 #include "passes/compiler.h"
 #include "tests/passes/fusion_test_util.h"
+#include "tests/unique_temp_path.h"
 
 namespace mf::passes {
 namespace {
@@ -69,7 +70,7 @@ TEST(FusionPipelineTest, FlagsAddAndRemoveFusionPasses) {
 }
 
 TEST(FusionPipelineTest, DumpExplainsFusedAndRejectedCandidates) {
-  const auto dir = std::filesystem::temp_directory_path() / "mf_fusion_dump_test";
+  const auto dir = mf::testing::unique_temp_path("mf_fusion_dump_test");
   std::filesystem::remove_all(dir);
   auto graph = testing::parse(R"(
 subgraph @main(%para1_x: f32(4, 16), %para2_y: f32(4, 16)) {
@@ -101,7 +102,7 @@ subgraph @main(%para1_x: f32(4, 16), %para2_y: f32(4, 16)) {
 }
 
 TEST(FusionPipelineTest, SizeLimitRejectionIsExplained) {
-  const auto dir = std::filesystem::temp_directory_path() / "mf_fusion_limit_test";
+  const auto dir = mf::testing::unique_temp_path("mf_fusion_limit_test");
   std::filesystem::remove_all(dir);
   auto graph = testing::parse(R"(
 subgraph @main(%para1_x: f32(8)) {

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 #include "mf_cli.h"
+#include "tests/unique_temp_path.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,7 +56,7 @@ TEST(ContextCliTest, GetAppliesGlobalOptions) {
 }
 
 TEST(ContextCliTest, GetReadsContextFile) {
-  const auto file = std::filesystem::temp_directory_path() / "mf_cli_context.json";
+  const auto file = mf::testing::unique_temp_path("mf_cli_context").replace_extension(".json");
   std::ofstream(file) << R"({"save_graphs": true, "jit_config": {"infer_boost": "on"}})";
   const MfRun run = run_mf("context get save_graphs --context " + file.string());
   EXPECT_EQ(run.code, 0) << run.err;

@@ -30,11 +30,28 @@ std::string slot_list(const std::vector<int>& ids) {
 
 }  // namespace
 
+namespace {
+
+// Whether `plan` or a subplan a control-flow step of it runs places anything in an arena: a graph
+// whose intermediates all live in called subgraphs (the transformer's main graph is one call) is
+// planned in those subgraphs' arenas.
+bool uses_arena(const Plan& plan) {
+  if (plan.arena_bytes > 0) return true;
+  for (const Slot& s : plan.slots) {
+    if (s.kind == SlotKind::kArena) return true;
+  }
+  for (const Step& step : plan.steps) {
+    for (const auto& sub : step.subplans) {
+      if (sub != nullptr && uses_arena(*sub)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string_view Plan::memory_regime() const {
-  const bool arena = arena_bytes > 0 || std::any_of(slots.begin(), slots.end(), [](const Slot& s) {
-                       return s.kind == SlotKind::kArena;
-                     });
-  return arena ? kArenaRegime : kPooledRegime;
+  return uses_arena(*this) ? kArenaRegime : kPooledRegime;
 }
 
 // Every line starts with "# " so the text can be appended to an .ir dump and still parse.

@@ -1,19 +1,34 @@
 // Every sample network at every fusion opt_level 0..3, at jit O1 and O2, equals PYNATIVE. Every
 // level promises bit-identical results by default (expansion only where bit-exact, the fused
 // kernels call the plain kernels' own math on the same SIMD/scalar split, reductions in the same
-// order), so the comparison is exact; composites expanded by request (--enable_expand_ops) agree
-// within 1e-5 relative.
+// order), so the comparison is of bytes, both sides under deterministic=ON; composites expanded by
+// request (--enable_expand_ops) agree within 1e-5 relative.
+//
+// Equal values alone would also pass if no fusion happened, so each case also asserts the fusion
+// that did: graph_kernel_flags (with --dump_as_text) reach the cell's compile, whose fusion passes
+// report at the requested level which kernels formed and from which members; the kernel counts per
+// network and level are listed below and change only with the fusion rules.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
 
 #include "engine/models/registry.h"
 #include "engine_fixture.h"
+#include "tests/unique_temp_path.h"
 
 namespace mf {
 namespace {
 
+namespace fs = std::filesystem;
 using testing::EngineTest;
 using testing::run_net;
 
@@ -23,20 +38,100 @@ struct FusionCase {
   int opt_level;
 };
 
-class FusionModesTest : public EngineTest, public ::testing::WithParamInterface<FusionCase> {};
+// Fused kernels each network forms at opt_level 1, 2 and 3 (the same at jit O1 and O2): what the
+// fusion passes do today. A rule change that alters them must update this table on purpose.
+const std::map<std::string, std::array<int, 3>>& expected_fused_kernels() {
+  static const std::map<std::string, std::array<int, 3>> table = {
+      {"mlp", {2, 3, 3}},         {"cnn", {4, 5, 5}},           {"transformer", {0, 6, 6}},
+      {"elementwise", {1, 1, 1}}, {"clamp_chain", {1, 1, 1}},   {"layernorm", {0, 0, 0}},
+      {"softmax", {0, 0, 0}},     {"layernorm_ops", {3, 3, 1}}, {"softmax_ops", {1, 1, 1}},
+      {"chain", {5, 5, 5}},
+  };
+  return table;
+}
 
-TEST_P(FusionModesTest, GraphAtEveryOptLevelEqualsPynativeBitForBit) {
-  const FusionCase& c = GetParam();
-  const std::vector<double> eager = run_net(c.net, {{"mode", "PYNATIVE_MODE"}});
-  const std::vector<double> graph =
-      run_net(c.net, {{"mode", "GRAPH_MODE"},
-                      {"deterministic", "ON"},
-                      {"jit_config", {{"jit_level", c.jit_level}}},
-                      {"graph_kernel_flags", "--opt_level=" + std::to_string(c.opt_level)}});
-  ASSERT_EQ(graph.size(), eager.size());
-  for (size_t i = 0; i < eager.size(); ++i) {
-    ASSERT_EQ(graph[i], eager[i]) << c.net << " element " << i;
+// The fusion passes that report at each opt_level.
+std::set<std::string> expected_passes(int level) {
+  std::set<std::string> passes;
+  if (level >= 1) passes.insert({"elementwise-fusion", "expand-composite-ops"});
+  if (level >= 2) passes.insert("matmul-epilogue-fusion");
+  if (level >= 3) passes.insert({"parallel-fusion", "stitch-fusion"});
+  return passes;
+}
+
+// What the graph_kernel_dump/ reports under `dir` say: passes, their stated level, the kernels.
+struct FusionDump {
+  std::set<std::string> passes;
+  std::set<int> levels;
+  int kernels = 0;
+  std::vector<std::string> problems;  // malformed kernel records
+};
+
+FusionDump read_fusion_dump(const fs::path& dir) {
+  FusionDump dump;
+  const fs::path reports = dir / "graph_kernel_dump";
+  if (!fs::is_directory(reports)) return dump;
+  const std::regex header(R"(# graph_kernel_dump: pass '([a-z-]+)' at fusion opt_level (\d+))");
+  const std::regex members(R"(  members \((\d+)\): (.*))");
+  for (const auto& entry : fs::directory_iterator(reports)) {
+    std::ifstream in(entry.path());
+    std::string kernel;
+    for (std::string line; std::getline(in, line);) {
+      std::smatch m;
+      if (std::regex_match(line, m, header)) {
+        dump.passes.insert(m[1]);
+        dump.levels.insert(std::stoi(m[2]));
+      } else if (line.rfind("fused kernel ", 0) == 0) {
+        ++dump.kernels;
+        kernel = line;
+      } else if (std::regex_match(line, m, members)) {
+        // "a, b, c": as many names as the count says, and at least two (one op is no fusion).
+        const int count = std::stoi(m[1]);
+        const std::string list = m[2];
+        const int listed = 1 + int(std::count(list.begin(), list.end(), ','));
+        if (count < 2 || listed != count) {
+          dump.problems.push_back(kernel + ": " + line);
+        }
+      }
+    }
   }
+  return dump;
+}
+
+class FusionModesTest : public EngineTest, public ::testing::WithParamInterface<FusionCase> {
+ protected:
+  fs::path dir_ = testing::unique_temp_path("mf_fusion_modes");
+  void TearDown() override {
+    EngineTest::TearDown();
+    fs::remove_all(dir_);
+  }
+};
+
+TEST_P(FusionModesTest, GraphAtEveryOptLevelEqualsPynativeBitForBitAndFuses) {
+  const FusionCase& c = GetParam();
+  const testing::NetRun eager =
+      testing::run_net_reported(c.net, {{"mode", "PYNATIVE_MODE"}, {"deterministic", "ON"}});
+  const testing::NetRun graph = testing::run_net_reported(
+      c.net,
+      {{"mode", "GRAPH_MODE"},
+       {"deterministic", "ON"},
+       {"save_graphs_path", dir_.string()},
+       {"jit_config", {{"jit_level", c.jit_level}}},
+       {"graph_kernel_flags", "--opt_level=" + std::to_string(c.opt_level) + " --dump_as_text"}});
+  EXPECT_EQ(graph.report.jit_level, c.jit_level);
+  EXPECT_EQ(graph.report.fusion_level, c.opt_level);
+  EXPECT_EQ(graph.report.executor, c.jit_level == "O2" ? "SinkExecutor" : "KernelExecutor");
+
+  const FusionDump dump = read_fusion_dump(dir_);
+  EXPECT_EQ(dump.passes, expected_passes(c.opt_level));
+  if (c.opt_level > 0) EXPECT_EQ(dump.levels, std::set<int>{c.opt_level});
+  const auto expected = expected_fused_kernels().find(c.net);
+  ASSERT_NE(expected, expected_fused_kernels().end())
+      << "no expected fusion listed for sample network " << c.net << "; add it to the table";
+  EXPECT_EQ(dump.kernels, c.opt_level == 0 ? 0 : expected->second[size_t(c.opt_level - 1)]);
+  for (const std::string& problem : dump.problems) ADD_FAILURE() << problem;
+
+  EXPECT_EQ(testing::first_byte_difference(graph.outputs, eager.outputs), "") << c.net;
 }
 
 std::vector<FusionCase> all_cases() {

@@ -1,10 +1,15 @@
 // One test walks the op registry: every op, every sample, every dtype the op accepts. The kernel
 // must match the op's double-precision reference within its tolerance, produce the shapes inference
 // promised, give the same bits on one thread as on many, and (for elementwise ops) agree bit for
-// bit with its own tile math, which is what the fused-kernel evaluator runs.
+// bit with the fused-kernel evaluator running the op as a one-op fused body.
+//
+// Negative controls prove the harness can fail: deliberately broken copies of a real op (a wrong
+// value, bits that depend on the thread count, an inferred shape the reference does not compute)
+// must each make it report a failure.
 //
 // Nothing here names an op: adding an op to runtime/ops/ adds its cases.
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,6 +24,7 @@
 #include "ir/op_def.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "runtime/fused_kernel.h"
 #include "runtime/ops/print_sink.h"
 #include "runtime/parallel.h"
 #include "tests/runtime/ops_test_util.h"
@@ -88,23 +94,13 @@ KernelRun run_kernel(const OpDef& op, std::vector<HostTensor>& inputs,
   return run;
 }
 
-class OpConformance : public ::testing::TestWithParam<Case> {
- protected:
-  void SetUp() override {
-    // Keep print's output out of the test log.
-    sink_ = std::make_unique<ScopedPrintSink>(
-        [this](std::string_view, const ir::TensorView&) { ++prints_; });
-  }
-  std::unique_ptr<ScopedPrintSink> sink_;
-  int prints_ = 0;
-};
-
-TEST_P(OpConformance, KernelMatchesReference) {
-  const OpDef& op = *GetParam().op;
-  const ir::OpSample& s = op.samples[GetParam().sample];
+// Every check of one op sample, reported through gtest failures (so a negative control can expect
+// them). `op` may be a test-only copy of a registered op.
+void check_conformance(const OpDef& op, size_t sample) {
+  const ir::OpSample& s = op.samples[sample];
   std::seed_seq seed(op.name.begin(), op.name.end());
   std::mt19937_64 rng(seed);
-  rng.discard(GetParam().sample * 7919);
+  rng.discard(sample * 7919);
 
   // The sample's dtype is the one its first floating input has; the other dtypes are tried in its
   // place, and the op "claims" a dtype when inference accepts it.
@@ -148,20 +144,23 @@ TEST_P(OpConformance, KernelMatchesReference) {
       ref_inputs.push_back({t.shape, inputs.back().to_doubles()});
     }
 
+    // The reference first: a kernel is never run on outputs of shapes the reference disputes.
+    const std::vector<ir::RefTensor> expected = op.reference(ref_inputs, attrs);
+    ASSERT_EQ(expected.size(), out_types.size()) << "reference and inference disagree on outputs";
+    for (size_t o = 0; o < out_types.size(); ++o) {
+      ASSERT_EQ(expected[o].shape, out_types[o].shape)
+          << "output " << o << ": inference says " << ir::shape_to_string(out_types[o].shape)
+          << ", reference computes " << ir::shape_to_string(expected[o].shape);
+    }
     KernelRun parallel = run_kernel(op, inputs, out_types, attrs);
     KernelRun serial;
     {
       ScopedIntraOpThreads one(1);
       serial = run_kernel(op, inputs, out_types, attrs);
     }
-    const std::vector<ir::RefTensor> expected = op.reference(ref_inputs, attrs);
-    ASSERT_EQ(expected.size(), out_types.size()) << "reference and inference disagree on outputs";
     const double tolerance = dtype == DType::kFloat64 ? std::min(op.tolerance, 1e-9) : op.tolerance;
     for (size_t o = 0; o < out_types.size(); ++o) {
       SCOPED_TRACE("output " + std::to_string(o));
-      ASSERT_EQ(expected[o].shape, out_types[o].shape)
-          << "inference says " << ir::shape_to_string(out_types[o].shape) << ", reference computes "
-          << ir::shape_to_string(expected[o].shape);
       EXPECT_TRUE(parallel.outputs[o].same_bytes(serial.outputs[o]))
           << "one thread and many threads give different bits";
       const HostTensor& got = parallel.outputs[o];
@@ -179,18 +178,33 @@ TEST_P(OpConformance, KernelMatchesReference) {
       }
     }
 
-    // Fused and unfused results agree bit for bit: the tile math over same-shaped operands.
+    // Fused and unfused results agree bit for bit: the fused-kernel evaluator (its own tiling,
+    // per-thread buffers and chunking) runs the op as a one-op body over same-shaped operands.
     if (op.elementwise && out_types.size() == 1) {
       bool same_shapes = true;
       for (const HostTensor& t : inputs)
         same_shapes = same_shapes && t.type.shape == out_types[0].shape;
       if (same_shapes) {
-        HostTensor tiled(out_types[0]);
         std::vector<const void*> ptrs;
         for (const HostTensor& t : inputs) ptrs.push_back(t.data());
         const ir::TileFn tile = op.elementwise->for_dtype(types.back().dtype);
-        tile(ptrs.data(), 0, tiled.data(), tiled.size());
-        EXPECT_TRUE(tiled.same_bytes(parallel.outputs[0])) << "tile math differs from the kernel";
+        ir::Graph body("one_op_body");
+        std::vector<ir::Value> params;
+        for (size_t k = 0; k < types.size(); ++k) {
+          params.push_back(body.add_parameter("in" + std::to_string(k), types[k]));
+        }
+        body.add_output(body.add_node(op.name, params, attrs));
+        const std::string unsupported = FusedKernel::unsupported(body);
+        EXPECT_EQ(unsupported, "") << "an elementwise op the fused-kernel evaluator cannot run";
+        if (unsupported.empty()) {
+          const FusedKernel fused(body);
+          HostTensor fused_out(out_types[0]);
+          std::vector<ir::TensorView> in_views, out_views{fused_out.view()};
+          for (HostTensor& t : inputs) in_views.push_back(t.view());
+          fused.run(ir::KernelContext{in_views, out_views, attrs, op.name, true});
+          EXPECT_TRUE(fused_out.same_bytes(parallel.outputs[0]))
+              << "the fused-kernel evaluator differs from the kernel";
+        }
         // An operand given as one value (its scalar bit) equals that value copied n times.
         for (size_t k = 0; k < inputs.size(); ++k) {
           HostTensor repeated(inputs[k].type);
@@ -208,6 +222,21 @@ TEST_P(OpConformance, KernelMatchesReference) {
     ++runs;
   }
   EXPECT_GE(runs, 1);
+}
+
+class OpConformance : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override {
+    // Keep print's output out of the test log.
+    sink_ = std::make_unique<ScopedPrintSink>(
+        [this](std::string_view, const ir::TensorView&) { ++prints_; });
+  }
+  std::unique_ptr<ScopedPrintSink> sink_;
+  int prints_ = 0;
+};
+
+TEST_P(OpConformance, KernelMatchesReference) {
+  check_conformance(*GetParam().op, GetParam().sample);
 }
 
 // Every op's sample, as a one-op graph, prints and parses back to the same text (and the parser's
@@ -303,6 +332,95 @@ TEST(OpRegistryConformance, TileMathDoesNotDependOnAnElementsPosition) {
     }
   }
   EXPECT_GE(checked, 30);
+}
+
+// Negative controls: broken copies of the registered "add" (its samples, reference and inference
+// kept) must each make the harness fail, with the message that names the defect.
+// The failure messages `check` reports, intercepted (they do not fail this test).
+std::vector<std::string> failures_of(const std::function<void()>& check) {
+  ::testing::TestPartResultArray results;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+    check();
+  }
+  std::vector<std::string> messages;
+  for (int i = 0; i < results.size(); ++i)
+    messages.push_back(results.GetTestPartResult(i).message());
+  return messages;
+}
+
+// Whether the harness reported a failure whose message contains `needle`.
+::testing::AssertionResult harness_reports(const OpDef& op, const std::string& needle) {
+  const std::vector<std::string> messages = failures_of([&] { check_conformance(op, 0); });
+  for (const std::string& m : messages) {
+    if (m.find(needle) != std::string::npos) return ::testing::AssertionSuccess();
+  }
+  auto result = ::testing::AssertionFailure()
+                << "the broken op passed the harness: no failure mentions '" << needle << "' ("
+                << messages.size() << " failures)";
+  for (const std::string& m : messages) result << "\n  " << m;
+  return result;
+}
+
+OpDef broken_add(ir::KernelFn kernel) {
+  OpDef op = ir::get_op("add");
+  op.kernel = std::move(kernel);
+  return op;
+}
+
+TEST(OpConformanceNegativeControl, AWrongValueIsCaught) {
+  static const OpDef op = broken_add([](const ir::KernelContext& ctx) {
+    ir::get_op("add").kernel(ctx);
+    // One element off by 1e-3 relative: beyond add's tolerance.
+    if (ctx.outputs[0].type.dtype == DType::kFloat32) {
+      static_cast<float*>(ctx.outputs[0].data)[0] *= 1.001f;
+    } else if (ctx.outputs[0].type.dtype == DType::kFloat64) {
+      static_cast<double*>(ctx.outputs[0].data)[0] *= 1.001;
+    }
+  });
+  EXPECT_TRUE(harness_reports(op, "element 0: kernel"));
+}
+
+TEST(OpConformanceNegativeControl, ThreadDependentBitsAreCaught) {
+  static const OpDef op = broken_add([](const ir::KernelContext& ctx) {
+    ir::get_op("add").kernel(ctx);
+    // The last bit of element 0 flips unless one thread runs: within tolerance, not bit-stable.
+    if (intra_op_threads() != 1 && ctx.outputs[0].type.dtype == DType::kFloat32) {
+      uint32_t bits;
+      std::memcpy(&bits, ctx.outputs[0].data, 4);
+      bits ^= 1;
+      std::memcpy(ctx.outputs[0].data, &bits, 4);
+    }
+  });
+  ScopedIntraOpThreads many(2);
+  EXPECT_TRUE(harness_reports(op, "one thread and many threads"));
+}
+
+TEST(OpConformanceNegativeControl, ATileMathTheFusedEvaluatorDisagreesWithIsCaught) {
+  // The kernel rounds differently from the op's tile math, which is what fused bodies run.
+  static const OpDef op = broken_add([](const ir::KernelContext& ctx) {
+    ir::get_op("add").kernel(ctx);
+    if (ctx.outputs[0].type.dtype == DType::kFloat32) {
+      float* y = static_cast<float*>(ctx.outputs[0].data);
+      y[0] = std::nextafter(y[0], 1e30f);  // one ulp: within tolerance, not the same bits
+    }
+  });
+  EXPECT_TRUE(harness_reports(op, "fused-kernel evaluator differs"));
+}
+
+TEST(OpConformanceNegativeControl, AnInferredShapeTheReferenceDoesNotComputeIsCaught) {
+  static const OpDef op = [] {
+    OpDef broken = ir::get_op("add");
+    const ir::InferFn infer = broken.infer;
+    broken.infer = [infer](std::span<const TensorType> inputs, const ir::Attrs& attrs) {
+      std::vector<TensorType> out = infer(inputs, attrs);
+      out[0].shape.push_back(1);  // one axis too many
+      return out;
+    };
+    return broken;
+  }();
+  EXPECT_TRUE(harness_reports(op, "inference says"));
 }
 
 // The ops the issue asks for are all registered (the list lives only here and in the files).

@@ -29,18 +29,47 @@ class GraphRuntimeOptionsTest : public testing::EngineTestWithDir {
   }
 };
 
-TEST_F(GraphRuntimeOptionsTest, DeterministicResultsAreIdenticalAcrossThreadCounts) {
+// deterministic=ON: the same bytes on 1 and 2 threads, for every sample network, in PYNATIVE and
+// at every jit level (fusion at O1/O2 included).
+struct ThreadCase {
+  std::string net;
+  std::string mode;  // "PYNATIVE_MODE" or a jit level in GRAPH_MODE
+};
+
+class DeterministicAcrossThreadsTest : public testing::EngineTest,
+                                       public ::testing::WithParamInterface<ThreadCase> {};
+
+TEST_P(DeterministicAcrossThreadsTest, OneAndTwoThreadsGiveTheSameBytes) {
+  const ThreadCase& c = GetParam();
   std::vector<double> results[2];
   for (int threads : {1, 2}) {
-    context::set({{"mode", "GRAPH_MODE"},
-                  {"deterministic", "ON"},
-                  {"runtime_num_threads", threads},
-                  {"jit_config", {{"jit_level", "O2"}}}});
-    auto& spec = models::find_net("transformer");
-    results[threads - 1] = (*spec.make(0))(spec.make_input(0)).to_doubles();
+    context::reset();
+    context::Json settings = {{"deterministic", "ON"}, {"runtime_num_threads", threads}};
+    if (c.mode == "PYNATIVE_MODE") {
+      settings["mode"] = "PYNATIVE_MODE";
+    } else {
+      settings["mode"] = "GRAPH_MODE";
+      settings["jit_config"] = {{"jit_level", c.mode}};
+    }
+    results[threads - 1] = testing::run_net(c.net, settings);
   }
-  EXPECT_EQ(results[0], results[1]);
+  ASSERT_FALSE(results[0].empty());
+  EXPECT_EQ(testing::first_byte_difference(results[1], results[0]), "");
 }
+
+std::vector<ThreadCase> thread_cases() {
+  std::vector<ThreadCase> cases;
+  for (const models::NetSpec& spec : models::all_nets()) {
+    for (const char* mode : {"PYNATIVE_MODE", "O0", "O1", "O2"}) cases.push_back({spec.name, mode});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllNets, DeterministicAcrossThreadsTest,
+                         ::testing::ValuesIn(thread_cases()), [](const auto& info) {
+                           const std::string& m = info.param.mode;
+                           return info.param.net + "_" + (m == "PYNATIVE_MODE" ? "pynative" : m);
+                         });
 
 size_t planned_peak(const std::string& net) {
   auto& spec = models::find_net(net);

@@ -26,20 +26,25 @@ inline std::string slurp(const std::filesystem::path& file) {
   return buffer.str();
 }
 
-inline MfRun run_mf(const std::string& args) {
+// `env` ("NAME=value ...", may be empty) is set for the child only.
+inline MfRun run_mf_with_env(const std::string& env, const std::string& args) {
   const auto dir =
       std::filesystem::temp_directory_path() / ("mf_cli_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto out = dir / "out.txt";
   const auto err = dir / "err.txt";
-  const std::string command =
-      std::string(MF_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string();
+  const std::string command = (env.empty() ? "" : "env " + env + " ") + std::string(MF_BINARY) +
+                              " " + args + " >" + out.string() + " 2>" + err.string();
   const int status = std::system(command.c_str());
   MfRun run;
   run.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   run.out = slurp(out);
   run.err = slurp(err);
   return run;
+}
+
+inline MfRun run_mf(const std::string& args) {
+  return run_mf_with_env("", args);
 }
 
 }  // namespace mf::testing

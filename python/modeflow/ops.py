@@ -1,0 +1,16 @@
+"""Every op of the engine's registry as a function, made when modeflow is imported: an op added in
+C++ (runtime/ops/) appears here with no Python code. Leading tensor arguments are the op's inputs
+(numbers and numpy arrays are converted); attributes are keywords: ``ops.softmax(x, axis=-1)``,
+``ops.reduce_sum(x, axes=[1], keep_dims=True)``. ``help(ms.ops.NAME)`` shows an op's inputs and
+attributes. Also ``cond``, ``while_loop`` (control flow that compiles in GRAPH mode) and ``sync``.
+"""
+
+from ._modeflow import ops as _registry
+
+registered = list(_registry.registered)
+globals().update({name: getattr(_registry, name) for name in registered})
+cond = _registry.cond
+while_loop = _registry.while_loop
+sync = _registry.sync
+
+__all__ = registered + ["cond", "while_loop", "sync"]

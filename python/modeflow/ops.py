@@ -13,4 +13,14 @@ cond = _registry.cond
 while_loop = _registry.while_loop
 sync = _registry.sync
 
-__all__ = registered + ["cond", "while_loop", "sync"]
+
+def gelu(x, approximate="none"):
+    """MindSpore's ops.gelu: approximate="none" is the registry's gelu_erf, "tanh" gelu_tanh."""
+    if approximate == "none":
+        return gelu_erf(x)  # noqa: F821 - generated above
+    if approximate == "tanh":
+        return gelu_tanh(x)  # noqa: F821
+    raise ValueError(f"For 'gelu', approximate must be 'none' or 'tanh', but got {approximate!r}.")
+
+
+__all__ = registered + ["cond", "while_loop", "sync", "gelu"]

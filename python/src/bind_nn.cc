@@ -58,14 +58,28 @@ std::optional<Tensor> own_parameter(const nn::Cell& cell, const std::string& nam
   return std::nullopt;
 }
 
+// The cell behind a Python object, or null before super().__init__() has built it.
+nn::Cell* initialized_cell(py::handle self) {
+  auto* instance = reinterpret_cast<py::detail::instance*>(self.ptr());
+  const py::detail::value_and_holder v_h = instance->get_value_and_holder();
+  if (!v_h || !v_h.holder_constructed()) return nullptr;
+  return self.cast<nn::Cell*>();
+}
+
 nn::Cell& cell_of(py::handle self) {
-  try {
-    return self.cast<nn::Cell&>();
-  } catch (const py::cast_error&) {
+  nn::Cell* cell = initialized_cell(self);
+  if (cell == nullptr) {
     throw py::type_error("the Cell is not initialized: call super().__init__() first in " +
                          py::str(py::type::of(self).attr("__name__")).cast<std::string>() +
                          ".__init__");
   }
+  return *cell;
+}
+
+// A child as a Python object: its own Python object when it has one, else a view that keeps the
+// parent (which owns the child) alive.
+py::object child_object(nn::Cell* child, py::handle parent) {
+  return py::cast(child, py::return_value_policy::reference_internal, parent);
 }
 
 PyCell& python_cell(nn::Cell& cell, const std::string& what) {
@@ -223,11 +237,7 @@ void bind_cell(py::module_& nn_module) {
            })
       .def("__getattr__",
            [](py::handle self, const std::string& name) -> py::object {
-             nn::Cell* cell = nullptr;
-             try {
-               cell = &self.cast<nn::Cell&>();
-             } catch (const py::cast_error&) {
-             }
+             nn::Cell* cell = initialized_cell(self);
              if (cell != nullptr && name.find('.') == std::string::npos) {
                if (auto value = own_parameter(*cell, name)) return py::cast(*value);
              }
@@ -255,23 +265,21 @@ void bind_cell(py::module_& nn_module) {
                                py::handle value) { self.set_parameter(name, to_tensor(value)); })
       .def(
           "name_cells",
-          [](const nn::Cell& self) {
+          [](py::object self) {
             py::dict out;
-            for (const auto& [name, child] : self.named_children())
-              out[py::str(name)] = py::cast(child, py::return_value_policy::reference);
+            for (const auto& [name, child] : cell_of(self).named_children())
+              out[py::str(name)] = child_object(child, self);
             return out;
-          },
-          py::keep_alive<0, 1>())
+          })
       .def(
           "cells_and_names",
           [](py::object self) {
             py::list out;
             out.append(py::make_tuple("", self));
             for (const auto& [name, child] : cell_of(self).named_descendants())
-              out.append(py::make_tuple(name, py::cast(child, py::return_value_policy::reference)));
+              out.append(py::make_tuple(name, child_object(child, self)));
             return out;
-          },
-          py::keep_alive<0, 1>())
+          })
       .def("set_jit_config",
            [](nn::Cell& self, py::handle config) { self.set_jit_config({level_of(config)}); })
       .def("set_jit", &nn::Cell::set_jit, py::arg("jit") = true)

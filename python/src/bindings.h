@@ -37,7 +37,7 @@ std::string python_line();
 // Raises modeflow.TracedValueError: `what` (bool(), asnumpy(), ...) needs the value of a tensor
 // that only exists while the compiled graph runs.
 [[noreturn]] void throw_traced_value_error(const char* what);
-// True for a tensor of a trace in progress (no buffer: a value of the graph being built).
+// True for a tensor of a trace (no buffer and no task to fill one: a value of a graph).
 bool is_traced(const Tensor& tensor);
 
 context::Json to_json(py::handle value);

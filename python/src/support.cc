@@ -165,7 +165,8 @@ std::string python_line() {
 }
 
 bool is_traced(const Tensor& tensor) {
-  return tensor.defined() && tensor.impl()->buffer == nullptr;
+  // A pending result of a queued jit run has no buffer yet either, but a task that will fill it.
+  return tensor.defined() && tensor.impl()->buffer == nullptr && tensor.impl()->ready_seq == 0;
 }
 
 void throw_traced_value_error(const char* what) {

@@ -33,6 +33,9 @@ def run_python(code, cwd, env=None):
     """Runs `code` in a fresh interpreter (the engine warns once per key per process, and the
     compile cache is tested across processes). Returns the CompletedProcess."""
     full_env = dict(os.environ)
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(ms.__file__)))
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        [package_root] + [p for p in [full_env.get("PYTHONPATH")] if p])
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=full_env,
                           capture_output=True, text=True, timeout=600)

@@ -5,7 +5,6 @@ a traced tensor is an error naming the line, jit, dumps, fusion and the compile 
 import glob
 import inspect
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -256,9 +255,8 @@ def test_python_cell_hits_the_compile_cache_from_a_second_process(tmp_path):
     script = tmp_path / "cached_net.py"
     script.write_text(CACHE_SCRIPT)
     cache = str(tmp_path / "cache")
-    import subprocess
-    runs = [subprocess.run([sys.executable, str(script), cache], capture_output=True, text=True,
-                           timeout=300) for _ in range(2)]
+    code = f"import sys; sys.argv = ['cached_net.py', {cache!r}]; exec(open({str(script)!r}).read())"
+    runs = [run_python(code, cwd=tmp_path) for _ in range(2)]
     for run in runs:
         assert run.returncode == 0, run.stderr
     first, second = (run.stdout.split() for run in runs)

@@ -108,8 +108,8 @@ def test_synchronous_mode_raises_at_the_call():
         ms.ops.gather(x, ms.Tensor(np.array([9], np.int64)), axis=0)
 
 
-def test_gil_is_released_while_waiting_for_kernels():
-    ms.set_context(pynative_synchronize=False)
+def spinning_while(action):
+    """Runs action() while another Python thread counts; returns (seconds, steps counted)."""
     counter = [0]
     stop = threading.Event()
 
@@ -117,23 +117,29 @@ def test_gil_is_released_while_waiting_for_kernels():
         while not stop.is_set():
             counter[0] += 1
 
-    x = ms.Tensor.randn((1024, 1024), seed=1)
     thread = threading.Thread(target=spin)
     thread.start()
     try:
-        for _ in range(3):
-            y = x
-            for _ in range(40):
-                y = ms.ops.matmul(y, x) * 1e-3
-            before = counter[0]
-            start = time.perf_counter()
-            y.asnumpy()
-            waited = time.perf_counter() - start
-            during = counter[0] - before
-            if waited > 0.02:
-                break
+        time.sleep(0.01)
+        before, start = counter[0], time.perf_counter()
+        action()
+        return time.perf_counter() - start, counter[0] - before
     finally:
         stop.set()
         thread.join()
-    assert waited > 0.02, "the work finished before asnumpy() waited; nothing measured"
-    assert during > 1000, f"the other thread ran {during} steps while asnumpy() waited {waited} s"
+
+
+@pytest.mark.parametrize("synchronous", [True, False], ids=["kernel", "wait"])
+def test_gil_is_released_while_kernels_run_and_while_waiting(synchronous):
+    # One large matmul (17 GFLOP): run on this thread (pynative_synchronize) or waited for by
+    # asnumpy(). Holding the GIL through either would stop the other thread for the whole call.
+    ms.set_context(pynative_synchronize=synchronous)
+    x = ms.Tensor.randn((2048, 2048), seed=1)
+    ms.ops.sync()
+    if synchronous:
+        seconds, steps = spinning_while(lambda: ms.ops.matmul(x, x))
+    else:
+        y = ms.ops.matmul(x, x)
+        seconds, steps = spinning_while(y.asnumpy)
+    assert seconds > 0.01, f"the matmul took {seconds} s; nothing measured"
+    assert steps > 1000, f"the other thread ran {steps} steps during {seconds} s"

@@ -263,23 +263,21 @@ void bind_cell(py::module_& nn_module) {
            })
       .def("set_parameter", [](nn::Cell& self, const std::string& name,
                                py::handle value) { self.set_parameter(name, to_tensor(value)); })
-      .def(
-          "name_cells",
-          [](py::object self) {
-            py::dict out;
-            for (const auto& [name, child] : cell_of(self).named_children())
-              out[py::str(name)] = child_object(child, self);
-            return out;
-          })
-      .def(
-          "cells_and_names",
-          [](py::object self) {
-            py::list out;
-            out.append(py::make_tuple("", self));
-            for (const auto& [name, child] : cell_of(self).named_descendants())
-              out.append(py::make_tuple(name, child_object(child, self)));
-            return out;
-          })
+      .def("name_cells",
+           [](py::object self) {
+             py::dict out;
+             for (const auto& [name, child] : cell_of(self).named_children())
+               out[py::str(name)] = child_object(child, self);
+             return out;
+           })
+      .def("cells_and_names",
+           [](py::object self) {
+             py::list out;
+             out.append(py::make_tuple("", self));
+             for (const auto& [name, child] : cell_of(self).named_descendants())
+               out.append(py::make_tuple(name, child_object(child, self)));
+             return out;
+           })
       .def("set_jit_config",
            [](nn::Cell& self, py::handle config) { self.set_jit_config({level_of(config)}); })
       .def("set_jit", &nn::Cell::set_jit, py::arg("jit") = true)

@@ -9,6 +9,7 @@ packages=(
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libxbyak-dev libdnnl-dev
   libonnx-testdata
+  pybind11-dev python3-dev python3-numpy python3-pytest
 )
 
 missing=()

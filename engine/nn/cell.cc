@@ -135,6 +135,24 @@ void Cell::adopt(std::string name, std::unique_ptr<Cell> child) {
   children_.emplace_back(std::move(name), std::move(child));
 }
 
+void Cell::adopt_shared(std::string name, std::shared_ptr<Cell> child) {
+  MF_CHECK(child != nullptr, InvalidArgument, class_name_, ": child cell '", name, "' is null");
+  MF_CHECK(child.get() != this, InvalidArgument, class_name_, ": a cell cannot be its own child ('",
+           name, "')");
+  for (const auto& [path, descendant] : child->named_descendants()) {
+    MF_CHECK(descendant != this, InvalidArgument, class_name_, ": adopting '", name,
+             "' would make a cycle (this cell is its descendant '", path, "')");
+  }
+  child->instance_name_ = name;
+  for (auto& [existing, held] : children_) {
+    if (existing == name) {
+      held = std::move(child);
+      return;
+    }
+  }
+  children_.emplace_back(std::move(name), std::move(child));
+}
+
 void Cell::collect_parameters(const std::string& prefix,
                               std::vector<std::pair<std::string, Tensor>>& out) const {
   for (const auto& [name, tensor] : parameters_) out.emplace_back(prefix + name, tensor);

@@ -81,6 +81,9 @@ class Cell {
     adopt(std::move(name), std::move(child));
     return ref;
   }
+  // Adopts a child that its creator shares (the Python front end, where a Python attribute holds
+  // it too); a child already registered under `name` is replaced, as Python rebinds an attribute.
+  void adopt_shared(std::string name, std::shared_ptr<Cell> child);
 
  private:
   void adopt(std::string name, std::unique_ptr<Cell> child);
@@ -93,7 +96,8 @@ class Cell {
   bool jit_ = false;
   std::unique_ptr<engine::CompiledForms> compiled_;
   std::deque<std::pair<std::string, Tensor>> parameters_;  // deque: references stay valid
-  std::vector<std::pair<std::string, std::unique_ptr<Cell>>> children_;
+  // shared_ptr: a Python front end's cells are shared with their Python objects (adopt_shared).
+  std::vector<std::pair<std::string, std::shared_ptr<Cell>>> children_;
 };
 
 }  // namespace mf::nn

@@ -1,0 +1,36 @@
+"""modeflow for Python: ``import modeflow as ms``.
+
+MindSpore's context API (set_context, get_context, the auto-parallel and ps contexts), Tensor,
+ops generated from the engine's op registry, nn.Cell subclassable in Python, jit, the sample
+networks and ONNX models, all over the one C++ engine: PYNATIVE op by op, GRAPH mode and jit
+traced and compiled at jit_level O0/O1/O2 with fusion, save_graphs dumps and the compile cache.
+"""
+
+from ._modeflow import (  # noqa: F401
+    GRAPH_MODE,
+    PYNATIVE_MODE,
+    Parameter,
+    Tensor,
+    TracedValueError,
+    bool_,
+    double,
+    dtype,
+    float32,
+    float64,
+    float_,
+    get_auto_parallel_context,
+    get_context,
+    get_ps_context,
+    int32,
+    int64,
+    reset_auto_parallel_context,
+    reset_context,
+    reset_ps_context,
+    set_auto_parallel_context,
+    set_context,
+    set_ps_context,
+)
+from . import context, models, nn, onnx, ops  # noqa: F401
+from .jit import JitConfig, jit  # noqa: F401
+
+__version__ = "0.1.0"

@@ -1,0 +1,409 @@
+// modeflow.nn: Cell subclassable in Python, the C++ layers, and what loads networks
+// (modeflow.models, modeflow.onnx). A Python cell is an nn::Cell whose forward() calls the Python
+// construct(), so scopes, tracing, GRAPH mode, jit, dumps, fusion and the compile cache are the
+// engine's own: the first GRAPH-mode call traces construct() once, later calls run the compiled
+// graph without entering Python.
+#include <pybind11/stl.h>
+
+#include "base/error.h"
+#include "bindings.h"
+#include "engine/graph_mode.h"
+#include "engine/ir_runner.h"
+#include "engine/models/registry.h"
+#include "engine/nn/cell.h"
+#include "engine/nn/layers.h"
+#include "engine/onnx/importer.h"
+
+namespace mf::python {
+namespace {
+
+using CellPtr = std::shared_ptr<nn::Cell>;
+
+// The trampoline: a cell defined in Python.
+class PyCell : public nn::Cell {
+ public:
+  using nn::Cell::adopt_shared;
+  using nn::Cell::Cell;
+
+  Tensor forward(const Tensor& x) override {
+    py::gil_scoped_acquire gil;
+    py::function construct = py::get_override(static_cast<const nn::Cell*>(this), "construct");
+    if (!construct) {
+      throw py::type_error(class_name() + " defines no construct(self, x); a Cell subclass must");
+    }
+    py::object result = construct(x);
+    if (!py::isinstance<Tensor>(result)) {
+      throw py::type_error(class_name() + ".construct must return one Tensor, got " +
+                           py::str(py::type::of(result).attr("__name__")).cast<std::string>() +
+                           " (the engine's cells have one input and one output)");
+    }
+    return result.cast<Tensor>();
+  }
+
+  Tensor& add_parameter(std::string name, Tensor value) {
+    return register_parameter(std::move(name), std::move(value));
+  }
+};
+
+py::handle object_setattr() {
+  static py::handle function =
+      py::object(py::module_::import("builtins").attr("object").attr("__setattr__")).release();
+  return function;
+}
+
+std::optional<Tensor> own_parameter(const nn::Cell& cell, const std::string& name) {
+  for (const auto& [parameter, value] : cell.named_parameters()) {
+    if (parameter == name) return value;
+  }
+  return std::nullopt;
+}
+
+// The cell behind a Python object, or null before super().__init__() has built it.
+nn::Cell* initialized_cell(py::handle self) {
+  auto* instance = reinterpret_cast<py::detail::instance*>(self.ptr());
+  const py::detail::value_and_holder v_h = instance->get_value_and_holder();
+  if (!v_h || !v_h.holder_constructed()) return nullptr;
+  return self.cast<nn::Cell*>();
+}
+
+nn::Cell& cell_of(py::handle self) {
+  nn::Cell* cell = initialized_cell(self);
+  if (cell == nullptr) {
+    throw py::type_error("the Cell is not initialized: call super().__init__() first in " +
+                         py::str(py::type::of(self).attr("__name__")).cast<std::string>() +
+                         ".__init__");
+  }
+  return *cell;
+}
+
+// A child as a Python object: its own Python object when it has one, else a view that keeps the
+// parent (which owns the child) alive.
+py::object child_object(nn::Cell* child, py::handle parent) {
+  return py::cast(child, py::return_value_policy::reference_internal, parent);
+}
+
+PyCell& python_cell(nn::Cell& cell, const std::string& what) {
+  auto* python = dynamic_cast<PyCell*>(&cell);
+  if (python == nullptr) {
+    throw py::type_error("cannot add " + what + " to the built-in layer " + cell.class_name() +
+                         "; define a Cell subclass in Python and hold it there");
+  }
+  return *python;
+}
+
+std::string level_of(py::handle config) {
+  if (config.is_none()) return "";
+  if (PyUnicode_Check(config.ptr())) return config.cast<std::string>();
+  if (PyDict_Check(config.ptr())) {
+    py::dict dict = config.cast<py::dict>();
+    return dict.contains("jit_level") ? dict["jit_level"].cast<std::string>() : "";
+  }
+  if (py::hasattr(config, "jit_level")) {
+    py::object level = config.attr("jit_level");
+    return level.is_none() ? "" : level.cast<std::string>();
+  }
+  throw py::type_error("a jit config is a JitConfig, a dict with 'jit_level' or a level string");
+}
+
+py::dict report_dict(const engine::GraphRunReport& r) {
+  py::dict d;
+  d["compiled"] = r.compiled;
+  d["recompile_reason"] = r.recompile_reason;
+  d["trace_ms"] = r.trace_ms;
+  d["compile_ms"] = r.compile_ms;
+  d["run_ms"] = r.run_ms;
+  d["planned_peak_bytes"] = r.planned_peak_bytes;
+  d["prepared_kernels"] = r.prepared_kernels;
+  d["memory_regime"] = r.memory_regime;
+  d["executor"] = r.executor;
+  d["jit_level"] = r.jit_level;
+  d["fusion_level"] = r.fusion_level;
+  d["jit_region"] = r.jit_region;
+  d["ran"] = r.ran;
+  py::list dumps;
+  for (const auto& file : r.dump_files) dumps.append(file.string());
+  d["dump_files"] = dumps;
+  d["cache_hit"] = r.cache_hit;
+  d["cache_key"] = r.cache_key;
+  d["cache_note"] = r.cache_note;
+  return d;
+}
+
+py::object call_cell(nn::Cell& cell, const py::args& args, const py::kwargs& kwargs) {
+  if (args.size() != 1 || !kwargs.empty()) {
+    throw py::type_error(cell.class_name() + " takes one input tensor, got " +
+                         std::to_string(args.size() + kwargs.size()) +
+                         " arguments (the engine's cells have one input and one output)");
+  }
+  const Tensor x = to_tensor(args[0]);
+  const std::source_location where = python_call_site();
+  Tensor y;
+  {
+    py::gil_scoped_release release;  // Python construct() takes it back while it traces or runs
+    y = cell(x, where);
+  }
+  flush_warnings();
+  return tensor_or_none(std::move(y));
+}
+
+// An ONNX model ready to run: the importer's graph and weights behind the engine's IR runner, so it
+// runs op by op in PYNATIVE mode and compiled in GRAPH mode, like `mf run model.onnx`.
+struct OnnxModel {
+  std::unique_ptr<engine::IrRunner> runner;
+  std::map<std::string, Tensor> weights;
+  std::vector<std::string> inputs, onnx_inputs, onnx_outputs;
+  int64_t opset = 0;
+  std::string producer;
+};
+
+py::object run_onnx(OnnxModel& model, const py::args& args, const py::kwargs& kwargs) {
+  if (args.size() > model.inputs.size()) {
+    throw py::type_error("the model takes " + std::to_string(model.inputs.size()) +
+                         " inputs, got " + std::to_string(args.size()));
+  }
+  std::map<std::string, Tensor> values = model.weights;
+  for (size_t i = 0; i < args.size(); ++i) values[model.inputs[i]] = to_tensor(args[i]);
+  for (auto [key, value] : kwargs) {
+    const std::string name = key.cast<std::string>();
+    const auto it = std::find(model.onnx_inputs.begin(), model.onnx_inputs.end(), name);
+    if (it == model.onnx_inputs.end()) {
+      std::string known;
+      for (const auto& n : model.onnx_inputs) known += (known.empty() ? "" : ", ") + n;
+      throw py::type_error("the model has no input '" + name + "'; its inputs: " + known);
+    }
+    values[model.inputs[size_t(it - model.onnx_inputs.begin())]] = to_tensor(value);
+  }
+  for (size_t i = 0; i < model.inputs.size(); ++i) {
+    if (values.count(model.inputs[i]) == 0)
+      throw py::type_error("missing input '" + model.onnx_inputs[i] + "'");
+  }
+  std::vector<std::pair<std::string, Tensor>> outputs;
+  {
+    py::gil_scoped_release release;
+    outputs = model.runner->run(values, 0);
+  }
+  flush_warnings();
+  if (outputs.size() == 1) return tensor_or_none(outputs[0].second);
+  py::tuple tuple(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) tuple[i] = tensor_or_none(outputs[i].second);
+  return tuple;
+}
+
+void bind_cell(py::module_& nn_module) {
+  py::class_<nn::Cell, PyCell, CellPtr> cell(
+      nn_module, "Cell",
+      "MindSpore's Cell: subclass it, assign child cells and ms.Parameter weights to attributes in "
+      "__init__ (after super().__init__()), and write construct(self, x).");
+  cell.def(
+      "__init__",
+      [](py::detail::value_and_holder& v_h, py::args, py::kwargs) {
+        py::handle type(reinterpret_cast<PyObject*>(Py_TYPE(v_h.inst)));
+        auto* created = new PyCell(py::str(type.attr("__name__")).cast<std::string>());
+        v_h.value_ptr() = static_cast<nn::Cell*>(created);
+        // @ms.jit on construct marks the class's cells for jit (MindSpore 2.x).
+        py::object construct = py::getattr(type, "construct", py::none());
+        if (py::hasattr(construct, "__modeflow_jit_level__")) {
+          created->set_jit_config({construct.attr("__modeflow_jit_level__").cast<std::string>()});
+        }
+      },
+      py::detail::is_new_style_constructor());
+  cell.def("__call__", &call_cell)
+      .def(
+          "construct",
+          [](nn::Cell& self, const Tensor& x) {
+            py::gil_scoped_release release;
+            return self.forward(x);
+          },
+          "The cell's computation without entering its scope.")
+      .def("__setattr__",
+           [](py::handle self, py::str name, py::object value) {
+             if (py::isinstance<nn::Cell>(value)) {
+               python_cell(cell_of(self), "child cells")
+                   .adopt_shared(name.cast<std::string>(), value.cast<CellPtr>());
+             } else if (py::isinstance<Parameter>(value)) {
+               nn::Cell& owner = cell_of(self);
+               const std::string key = name.cast<std::string>();
+               if (key.find('.') != std::string::npos)
+                 throw py::value_error("a parameter name cannot contain '.': " + key);
+               auto& python = python_cell(owner, "parameters");
+               if (own_parameter(owner, key)) {
+                 owner.set_parameter(key, value.cast<const Tensor&>());
+               } else {
+                 python.add_parameter(key, value.cast<const Tensor&>());
+               }
+               return;  // not kept in __dict__: __getattr__ reads the cell's current value
+             }
+             object_setattr()(self, name, value);
+           })
+      .def("__getattr__",
+           [](py::handle self, const std::string& name) -> py::object {
+             nn::Cell* cell = initialized_cell(self);
+             if (cell != nullptr && name.find('.') == std::string::npos) {
+               if (auto value = own_parameter(*cell, name)) return py::cast(*value);
+             }
+             throw py::attribute_error(
+                 "'" + py::str(py::type::of(self).attr("__name__")).cast<std::string>() +
+                 "' object has no attribute '" + name + "'");
+           })
+      .def_property_readonly("cls_name", &nn::Cell::class_name)
+      .def_property_readonly("instance_name", &nn::Cell::instance_name)
+      .def("parameters_and_names",
+           [](const nn::Cell& self) { return py::cast(self.named_parameters()); })
+      .def("parameters_dict",
+           [](const nn::Cell& self) {
+             py::dict out;
+             for (const auto& [name, value] : self.named_parameters()) out[py::str(name)] = value;
+             return out;
+           })
+      .def("get_parameters",
+           [](const nn::Cell& self) {
+             py::list out;
+             for (const auto& [name, value] : self.named_parameters()) out.append(value);
+             return out;
+           })
+      .def("set_parameter", [](nn::Cell& self, const std::string& name,
+                               py::handle value) { self.set_parameter(name, to_tensor(value)); })
+      .def("name_cells",
+           [](py::object self) {
+             py::dict out;
+             for (const auto& [name, child] : cell_of(self).named_children())
+               out[py::str(name)] = child_object(child, self);
+             return out;
+           })
+      .def("cells_and_names",
+           [](py::object self) {
+             py::list out;
+             out.append(py::make_tuple("", self));
+             for (const auto& [name, child] : cell_of(self).named_descendants())
+               out.append(py::make_tuple(name, child_object(child, self)));
+             return out;
+           })
+      .def("set_jit_config",
+           [](nn::Cell& self, py::handle config) { self.set_jit_config({level_of(config)}); })
+      .def("set_jit", &nn::Cell::set_jit, py::arg("jit") = true)
+      .def_property_readonly("jit", &nn::Cell::jit)
+      .def(
+          "compile_report", [](const nn::Cell& self) { return report_dict(self.graph_report()); },
+          "What the last compiled call did: compiled or reused, times, executor, dumps, cache.")
+      .def("clear_compiled", &nn::Cell::clear_compiled);
+}
+
+void bind_layers(py::module_& m) {
+  using py::arg;
+  py::class_<nn::Dense, nn::Cell, std::shared_ptr<nn::Dense>>(m, "Dense")
+      .def(py::init([](int64_t in, int64_t out, bool has_bias, uint64_t seed) {
+             return std::make_shared<nn::Dense>(in, out, seed, has_bias);
+           }),
+           arg("in_channels"), arg("out_channels"), arg("has_bias") = true, py::kw_only(),
+           arg("seed") = 0);
+  py::class_<nn::Conv2d, nn::Cell, std::shared_ptr<nn::Conv2d>>(m, "Conv2d")
+      .def(py::init([](int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding,
+                       int64_t dilation, int64_t group, bool has_bias, uint64_t seed) {
+             return std::make_shared<nn::Conv2d>(
+                 nn::Conv2dConfig{in, out, kernel, stride, padding, dilation, group, has_bias},
+                 seed);
+           }),
+           arg("in_channels"), arg("out_channels"), arg("kernel_size"), arg("stride") = 1,
+           arg("padding") = 0, arg("dilation") = 1, arg("group") = 1, arg("has_bias") = true,
+           py::kw_only(), arg("seed") = 0);
+  py::class_<nn::ReLU, nn::Cell, std::shared_ptr<nn::ReLU>>(m, "ReLU").def(py::init<>());
+  py::class_<nn::GELU, nn::Cell, std::shared_ptr<nn::GELU>>(m, "GELU").def(
+      py::init<bool>(), arg("approximate") = true);
+  py::class_<nn::MaxPool2d, nn::Cell, std::shared_ptr<nn::MaxPool2d>>(m, "MaxPool2d")
+      .def(py::init<int64_t, int64_t>(), arg("kernel_size") = 1, arg("stride") = 1);
+  py::class_<nn::Flatten, nn::Cell, std::shared_ptr<nn::Flatten>>(m, "Flatten").def(py::init<>());
+  py::class_<nn::LayerNorm, nn::Cell, std::shared_ptr<nn::LayerNorm>>(m, "LayerNorm")
+      .def(py::init([](py::object shape, double epsilon) {
+             // MindSpore passes normalized_shape as a tuple; the engine normalizes the last axis.
+             const int64_t features = PyLong_Check(shape.ptr())
+                                          ? shape.cast<int64_t>()
+                                          : shape.cast<std::vector<int64_t>>().back();
+             return std::make_shared<nn::LayerNorm>(features, epsilon);
+           }),
+           arg("normalized_shape"), arg("epsilon") = 1e-5);
+  py::class_<nn::Softmax, nn::Cell, std::shared_ptr<nn::Softmax>>(m, "Softmax")
+      .def(py::init<int64_t>(), arg("axis") = -1);
+  py::class_<nn::MultiHeadAttention, nn::Cell, std::shared_ptr<nn::MultiHeadAttention>>(
+      m, "MultiHeadAttention")
+      .def(py::init([](int64_t d_model, int64_t heads, uint64_t seed) {
+             return std::make_shared<nn::MultiHeadAttention>(d_model, heads, seed);
+           }),
+           arg("d_model"), arg("num_heads"), py::kw_only(), arg("seed") = 0);
+  py::class_<nn::TransformerEncoderLayer, nn::Cell, std::shared_ptr<nn::TransformerEncoderLayer>>(
+      m, "TransformerEncoderLayer")
+      .def(py::init([](int64_t d_model, int64_t heads, int64_t ffn, uint64_t seed) {
+             return std::make_shared<nn::TransformerEncoderLayer>(d_model, heads, ffn, seed);
+           }),
+           arg("d_model"), arg("nhead"), arg("dim_feedforward"), py::kw_only(), arg("seed") = 0);
+}
+
+void bind_models(py::module_ m) {
+  m.def("names", [] {
+    std::vector<std::string> names;
+    for (const auto& spec : models::all_nets()) names.push_back(spec.name);
+    return names;
+  });
+  m.def("describe", [] {
+    py::dict out;
+    for (const auto& spec : models::all_nets()) out[py::str(spec.name)] = spec.description;
+    return out;
+  });
+  m.def(
+      "load",
+      [](const std::string& name, uint64_t seed) -> CellPtr {
+        return models::find_net(name).make(seed);
+      },
+      py::arg("name"), py::arg("seed") = 0,
+      "A sample network (`mf nets`) built from its seed: the same weights as `mf run NAME`.");
+  m.def(
+      "make_input",
+      [](const std::string& name, uint64_t seed) {
+        return models::find_net(name).make_input(seed);
+      },
+      py::arg("name"), py::arg("seed") = 0, "The input `mf run NAME --seed SEED` feeds it.");
+}
+
+void bind_onnx(py::module_ m) {
+  py::class_<OnnxModel>(m, "OnnxModel")
+      .def("__call__", &run_onnx)
+      .def_property_readonly("input_names", [](const OnnxModel& o) { return o.onnx_inputs; })
+      .def_property_readonly("output_names", [](const OnnxModel& o) { return o.onnx_outputs; })
+      .def_readonly("opset", &OnnxModel::opset)
+      .def_readonly("producer", &OnnxModel::producer)
+      .def("compile_report",
+           [](const OnnxModel& o) { return report_dict(o.runner->graph_report()); });
+  m.def(
+      "load",
+      [](const std::string& path) {
+        onnx::ImportedModel imported;
+        {
+          py::gil_scoped_release release;
+          imported = onnx::import_onnx_model(path);
+        }
+        auto model = std::make_unique<OnnxModel>();
+        model->runner = std::make_unique<engine::IrRunner>(std::move(imported.graph));
+        model->weights = std::move(imported.weights);
+        model->inputs = std::move(imported.inputs);
+        model->onnx_inputs = std::move(imported.onnx_inputs);
+        model->onnx_outputs = std::move(imported.onnx_outputs);
+        model->opset = imported.opset;
+        model->producer = std::move(imported.producer);
+        flush_warnings();
+        return model;
+      },
+      py::arg("path"),
+      "Imports an ONNX model (opsets 11-17); call it with its inputs (positional, or by ONNX "
+      "name).");
+}
+
+}  // namespace
+
+void bind_nn(py::module_& m) {
+  py::module_ nn_module = m.def_submodule("nn", "Cell and the layers.");
+  bind_cell(nn_module);
+  bind_layers(nn_module);
+  bind_models(m.def_submodule("models", "The sample networks of `mf nets`."));
+  bind_onnx(m.def_submodule("onnx", "ONNX models."));
+}
+
+}  // namespace mf::python

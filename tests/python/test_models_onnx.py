@@ -1,0 +1,47 @@
+"""ms.models.load and ms.onnx.load."""
+
+import os
+
+import numpy as np
+import pytest
+
+import modeflow as ms
+
+ONNX_NODE_TESTS = "/usr/share/libonnx-testdata/data/node"
+
+
+def test_models_load_runs_in_both_modes():
+    assert "mlp" in ms.models.names() and "mlp" in ms.models.describe()
+    net = ms.models.load("mlp")
+    assert isinstance(net, ms.nn.Cell)
+    assert [n for n, _ in net.parameters_and_names()][:2] == ["fc1.weight", "fc1.bias"]
+    x = ms.models.make_input("mlp")
+    ms.set_context(deterministic="ON")
+    eager = net(x).asnumpy()
+    ms.set_context(mode=ms.GRAPH_MODE)
+    assert net(x).asnumpy().tobytes() == eager.tobytes()
+    assert eager.shape == (64, 10)
+    with pytest.raises(ValueError, match="mlp"):  # NotFound lists the names
+        ms.models.load("no_such_net")
+
+
+@pytest.mark.skipif(not os.path.isdir(ONNX_NODE_TESTS), reason="libonnx-testdata not installed")
+@pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
+def test_onnx_load_runs_a_model(mode):
+    ms.set_context(mode=mode)
+    model = ms.onnx.load(os.path.join(ONNX_NODE_TESTS, "test_relu", "model.onnx"))
+    assert len(model.input_names) == 1 and len(model.output_names) == 1
+    x = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
+    np.testing.assert_array_equal(model(x).asnumpy(), np.maximum(x, 0))
+    np.testing.assert_array_equal(model(**{model.input_names[0]: x}).asnumpy(), np.maximum(x, 0))
+    with pytest.raises(TypeError, match="no input"):
+        model(nope=x)
+
+
+def test_onnx_load_errors(tmp_path):
+    with pytest.raises(ValueError):
+        ms.onnx.load(str(tmp_path / "missing.onnx"))
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07garbage")
+    with pytest.raises(RuntimeError):
+        ms.onnx.load(str(bad))

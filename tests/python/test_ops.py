@@ -1,0 +1,145 @@
+"""ops: generated from the engine's op registry, keyword attributes checked against each op's
+schema, engine errors as Python exceptions with the engine's text, asynchronous errors at the next
+sync point naming the op and the Python line that queued it, and the GIL released while waiting."""
+
+import inspect
+import os
+import re
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import modeflow as ms
+
+SOURCE_DIR = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def test_every_op_of_the_cpp_api_is_generated():
+    # The op functions of the C++ API (engine/ops.h) and the literal op names of runtime/ops/
+    # must all be there, without any list in the Python package.
+    header = open(os.path.join(SOURCE_DIR, "engine", "ops.h")).read()
+    cpp_functions = set(re.findall(r"^(?:Tensor|std::vector<Tensor>) (\w+)\(", header, re.M))
+    # gelu(x, tanh_approximation) picks gelu_tanh or gelu_erf; ops.gelu is MindSpore's alias.
+    cpp_functions -= {"call", "scalar", "cond", "while_loop", "gelu"}
+    literal = set()
+    ops_dir = os.path.join(SOURCE_DIR, "runtime", "ops")
+    for name in os.listdir(ops_dir):
+        literal |= set(re.findall(r'define_op\("(\w+)"\)', open(os.path.join(ops_dir, name)).read()))
+    literal -= {"call", "cond", "while"}
+    registered = set(ms.ops.registered)
+    assert cpp_functions <= registered, cpp_functions - registered
+    assert literal <= registered, literal - registered
+    assert len(registered) >= 55
+    for name in registered:
+        function = getattr(ms.ops, name)
+        assert callable(function) and function.__doc__.startswith(name + "("), name
+    assert "axis=-1" in ms.ops.softmax.__doc__
+    assert {"gelu_tanh", "gelu_erf"} <= registered
+    package = open(ms.ops.__file__).read()
+    assert '"softmax"' not in package and "'softmax'" not in package  # no hand list
+
+
+def test_keyword_and_positional_attributes():
+    x_np = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    x = ms.Tensor(x_np)
+    np.testing.assert_allclose(ms.ops.reduce_sum(x, axes=[1], keep_dims=True).asnumpy(),
+                               x_np.sum(1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(ms.ops.reduce_sum(x, 1).asnumpy(), x_np.sum(1), rtol=1e-5)
+    soft = ms.ops.softmax(x, axis=0).asnumpy()
+    np.testing.assert_allclose(soft.sum(0), np.ones(4), rtol=1e-5)
+    assert ms.ops.reshape(x, shape=(4, 3)).shape == (4, 3)
+    assert ms.ops.cast(x, dtype=ms.int32).dtype == ms.int32
+    assert ms.ops.cast(x, dtype=np.float64).dtype == ms.float64
+    both = ms.ops.concat((x, x), axis=0)
+    assert both.shape == (6, 4)
+    parts = ms.ops.split(x, axis=1, num=2)
+    assert isinstance(parts, tuple) and [p.shape for p in parts] == [(3, 2), (3, 2)]
+    assert ms.ops.zeros(shape=(2, 3)).shape == (2, 3)
+    np.testing.assert_allclose(ms.ops.add(x, 1.0).asnumpy(), x_np + 1, rtol=1e-6)
+    np.testing.assert_allclose(ms.ops.relu(x_np).asnumpy(), np.maximum(x_np, 0))
+    assert ms.ops.gelu(x).asnumpy().tobytes() == ms.ops.gelu_erf(x).asnumpy().tobytes()
+    assert ms.ops.gelu(x, approximate="tanh").asnumpy().tobytes() == \
+        ms.ops.gelu_tanh(x).asnumpy().tobytes()
+    with pytest.raises(ValueError, match="approximate"):
+        ms.ops.gelu(x, approximate="fast")
+
+
+def test_bad_attributes_are_type_errors_naming_the_op():
+    x = ms.Tensor(np.ones((2, 2), np.float32))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'axs'.*softmax\\(x0, axis=-1\\)"):
+        ms.ops.softmax(x, axs=0)
+    with pytest.raises(TypeError, match="attribute 'axis' must be an int"):
+        ms.ops.softmax(x, axis=0.5)
+    with pytest.raises(TypeError, match="keep_dims' must be a bool"):
+        ms.ops.reduce_sum(x, keep_dims=1)
+
+
+def test_engine_errors_keep_their_text():
+    a = ms.Tensor(np.ones((2, 3), np.float32))
+    b = ms.Tensor(np.ones((4, 5), np.float32))
+    with pytest.raises(ValueError) as error:
+        ms.ops.matmul(a, b)
+    text = str(error.value)
+    assert "matmul" in text and "test_ops.py" in text  # the call site is this Python line
+    with pytest.raises(ValueError, match="softmax"):
+        ms.ops.softmax(a, axis=5)
+
+
+def test_async_error_raised_at_the_sync_point_naming_op_and_python_line():
+    ms.set_context(pynative_synchronize=False)
+    x = ms.Tensor(np.ones((3, 2), np.float32))
+    indices = ms.Tensor(np.array([0, 7], np.int64))
+    y = ms.ops.gather(x, indices, axis=0); line = inspect.currentframe().f_lineno  # noqa: E702
+    with pytest.raises(ValueError) as error:
+        y.asnumpy()
+    text = str(error.value)
+    assert "gather" in text
+    assert f"test_ops.py:{line}" in text, text
+    ms.ops.sync()  # reported once; the engine is usable again
+    np.testing.assert_array_equal((x + 1.0).asnumpy(), np.full((3, 2), 2, np.float32))
+
+
+def test_synchronous_mode_raises_at_the_call():
+    ms.set_context(pynative_synchronize=True)
+    x = ms.Tensor(np.ones((3, 2), np.float32))
+    with pytest.raises(ValueError, match="gather"):
+        ms.ops.gather(x, ms.Tensor(np.array([9], np.int64)), axis=0)
+
+
+def spinning_while(action):
+    """Runs action() while another Python thread counts; returns (seconds, steps counted)."""
+    counter = [0]
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            counter[0] += 1
+
+    thread = threading.Thread(target=spin)
+    thread.start()
+    try:
+        time.sleep(0.01)
+        before, start = counter[0], time.perf_counter()
+        action()
+        return time.perf_counter() - start, counter[0] - before
+    finally:
+        stop.set()
+        thread.join()
+
+
+@pytest.mark.parametrize("synchronous", [True, False], ids=["kernel", "wait"])
+def test_gil_is_released_while_kernels_run_and_while_waiting(synchronous):
+    # One large matmul (17 GFLOP): run on this thread (pynative_synchronize) or waited for by
+    # asnumpy(). Holding the GIL through either would stop the other thread for the whole call.
+    ms.set_context(pynative_synchronize=synchronous)
+    x = ms.Tensor.randn((2048, 2048), seed=1)
+    ms.ops.sync()
+    if synchronous:
+        seconds, steps = spinning_while(lambda: ms.ops.matmul(x, x))
+    else:
+        y = ms.ops.matmul(x, x)
+        seconds, steps = spinning_while(y.asnumpy)
+    assert seconds > 0.01, f"the matmul took {seconds} s; nothing measured"
+    assert steps > 1000, f"the other thread ran {steps} steps during {seconds} s"

@@ -1,0 +1,117 @@
+"""Tensor: numpy interop with dtypes kept, safe views, the buffer protocol, arithmetic."""
+
+import gc
+
+import numpy as np
+import pytest
+
+import modeflow as ms
+
+
+@pytest.mark.parametrize("np_dtype, ms_dtype", [
+    (np.float32, ms.float32), (np.float64, ms.float64), (np.int32, ms.int32),
+    (np.int64, ms.int64), (np.bool_, ms.bool_)])
+def test_numpy_round_trip_keeps_dtype_and_values(np_dtype, ms_dtype):
+    array = (np.arange(12).reshape(3, 4) % 3).astype(np_dtype)
+    t = ms.Tensor(array)
+    assert t.dtype == ms_dtype
+    assert t.shape == (3, 4) and t.ndim == 2 and t.size == 12
+    back = t.asnumpy()
+    assert back.dtype == np.dtype(np_dtype)
+    np.testing.assert_array_equal(back, array)
+
+
+def test_python_scalars_and_lists_take_mindspore_defaults():
+    assert ms.Tensor(1.5).dtype == ms.float32
+    assert ms.Tensor(3).dtype == ms.int64
+    assert ms.Tensor(True).dtype == ms.bool_
+    assert ms.Tensor([1.0, 2.0]).dtype == ms.float32
+    assert ms.Tensor([[1, 2], [3, 4]]).shape == (2, 2)
+    assert ms.Tensor(1.5).shape == ()
+    assert ms.Tensor([1.0, 2.0], dtype=ms.float64).dtype == ms.float64
+    assert ms.Tensor(np.ones(2, np.float32), dtype=np.int32).dtype == ms.int32
+
+
+def test_non_contiguous_arrays_are_copied_in_order():
+    array = np.arange(12, dtype=np.float32).reshape(3, 4).T
+    np.testing.assert_array_equal(ms.Tensor(array).asnumpy(), array)
+
+
+def test_unsupported_dtypes_are_type_errors():
+    with pytest.raises(TypeError, match="float16"):
+        ms.Tensor(np.ones(3, np.float16))
+    with pytest.raises(TypeError):
+        ms.Tensor("text")
+    with pytest.raises(TypeError):
+        ms.Tensor(np.ones(2, np.float32), dtype="complex64")
+
+
+def test_asnumpy_is_a_read_only_view_that_outlives_the_tensor():
+    t = ms.Tensor(np.arange(6, dtype=np.float32)) + 1.0
+    view = t.asnumpy()
+    assert not view.flags.writeable
+    with pytest.raises(ValueError):
+        view[0] = 5
+    again = t.asnumpy()
+    assert np.shares_memory(view, again)  # zero-copy: both views are the engine's buffer
+    del t, again
+    gc.collect()
+    for _ in range(10):  # reuse the pool's memory
+        (ms.Tensor(np.zeros(6, np.float32)) * 2.0).asnumpy()
+    np.testing.assert_array_equal(view, np.arange(6, dtype=np.float32) + 1)
+
+
+def test_buffer_protocol_and_array_interface():
+    t = ms.Tensor(np.arange(6, dtype=np.int32).reshape(2, 3))
+    m = memoryview(t)
+    assert m.readonly and m.format == "i" and m.shape == (2, 3)
+    assert m.tolist() == [[0, 1, 2], [3, 4, 5]]
+    np.testing.assert_array_equal(np.asarray(t), np.arange(6).reshape(2, 3))
+    assert np.asarray(t, dtype=np.float64).dtype == np.float64
+
+
+def test_arithmetic_operators_match_numpy():
+    a_np = np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32)
+    b_np = np.random.default_rng(1).uniform(1, 2, (4, 5)).astype(np.float32)
+    a, b = ms.Tensor(a_np), ms.Tensor(b_np)
+    cases = [(a + b, a_np + b_np), (a - b, a_np - b_np), (a * b, a_np * b_np),
+             (a / b, a_np / b_np), (-a, -a_np), (abs(a), np.abs(a_np)),
+             (a * 1.5, a_np * np.float32(1.5)), (2.0 - a, np.float32(2.0) - a_np),
+             (1.0 / b, np.float32(1.0) / b_np), (a + b_np, a_np + b_np),
+             (b ** 2.0, b_np ** np.float32(2.0))]
+    for got, want in cases:
+        assert got.dtype == ms.float32
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-6, atol=1e-6)
+    m = ms.Tensor(np.ones((5, 3), np.float32))
+    np.testing.assert_allclose((a @ m).asnumpy(), a_np @ np.ones((5, 3), np.float32), rtol=1e-5)
+    np.testing.assert_array_equal((a < b).asnumpy(), a_np < b_np)
+    np.testing.assert_array_equal((a > 0.0).asnumpy(), a_np > 0)
+    np.testing.assert_array_equal((a == a).asnumpy(), np.ones((4, 5), bool))
+
+
+def test_int_tensor_arithmetic_keeps_int():
+    t = ms.Tensor(np.array([1, 2, 3], np.int32)) * 2
+    assert t.dtype == ms.int32
+    np.testing.assert_array_equal(t.asnumpy(), [2, 4, 6])
+
+
+def test_scalars_methods_and_repr():
+    t = ms.Tensor(np.array([2.5], np.float32))
+    assert float(t) == 2.5 and t.item() == 2.5 and bool(t)
+    assert int(ms.Tensor(np.array(7, np.int64))) == 7
+    with pytest.raises(ValueError, match="one element"):
+        bool(ms.Tensor(np.ones(3, np.float32)))
+    assert "shape=(1)" in repr(t) or "shape=(1,)" in repr(t)
+    assert "Float32" in repr(t)
+    r = ms.Tensor(np.arange(6, dtype=np.float32)).reshape(2, 3).transpose(1, 0)
+    assert r.shape == (3, 2)
+    assert r.astype(ms.int64).dtype == ms.int64
+    assert len(r) == 3
+    assert {t: 1}[t] == 1  # hashable by identity
+
+
+def test_randn_is_the_engines_generator():
+    a = ms.Tensor.randn((3, 4), seed=7).asnumpy()
+    b = ms.Tensor.randn((3, 4), seed=7).asnumpy()
+    assert a.tobytes() == b.tobytes()
+    assert a.tobytes() != ms.Tensor.randn((3, 4), seed=8).asnumpy().tobytes()

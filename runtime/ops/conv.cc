@@ -310,13 +310,32 @@ float* scratch(int slot, size_t bytes) {
   return b.data();
 }
 
+// The state a compiled graph keeps for a conv2d whose weights are one of its constants: the
+// primitive it prepared and the weights already in that primitive's layout, reordered once at
+// compile time rather than on every call.
+struct PreparedConv {
+  std::shared_ptr<const DnnlConv> conv;
+  int threads = 1;
+  bool deterministic = false;
+  dnnl::memory weights;  // owns its bytes; conv->weights layout
+};
+
 void conv2d_dnnl(const ir::KernelContext& ctx) {
   const int threads = dnnl_rt::kernel_threads();
   dnnl_rt::ScopedOmpThreads omp(threads);
-  std::vector<TensorType> in = {ctx.inputs[0].type, ctx.inputs[1].type};
-  if (ctx.inputs.size() == 3) in.push_back(ctx.inputs[2].type);
-  const std::shared_ptr<const DnnlConv> conv =
-      dnnl_conv2d(in, ctx.attrs, threads, ctx.deterministic);
+  // The prepared primitive when this run has the threads and mode it was made for; otherwise the
+  // cache's, with the prepared weights only if that primitive wants the same layout.
+  const auto* prepared = static_cast<const PreparedConv*>(ctx.prepared);
+  std::shared_ptr<const DnnlConv> conv;
+  if (prepared != nullptr && prepared->threads == threads &&
+      prepared->deterministic == ctx.deterministic) {
+    conv = prepared->conv;
+  } else {
+    std::vector<TensorType> in = {ctx.inputs[0].type, ctx.inputs[1].type};
+    if (ctx.inputs.size() == 3) in.push_back(ctx.inputs[2].type);
+    conv = dnnl_conv2d(in, ctx.attrs, threads, ctx.deterministic);
+    if (prepared != nullptr && prepared->conv->weights != conv->weights) prepared = nullptr;
+  }
   const dnnl::engine& engine = dnnl_rt::cpu_engine();
   dnnl::stream& stream = dnnl_rt::thread_stream();
   // Each operand in the primitive's layout: the user's memory, or a reordered copy.
@@ -329,8 +348,9 @@ void conv2d_dnnl(const ir::KernelContext& ctx) {
     return copy;
   };
   const dnnl::memory src = operand(conv->src_in, conv->user_src, conv->src, ctx.inputs[0].data, 0);
-  const dnnl::memory weights =
-      operand(conv->weights_in, conv->user_weights, conv->weights, ctx.inputs[1].data, 1);
+  const dnnl::memory weights = prepared != nullptr ? prepared->weights
+                                                   : operand(conv->weights_in, conv->user_weights,
+                                                             conv->weights, ctx.inputs[1].data, 1);
   dnnl::memory user_dst(conv->user_dst, engine, ctx.outputs[0].data);
   dnnl::memory dst =
       conv->dst_out ? dnnl::memory(conv->dst, engine, scratch(2, conv->dst.get_size())) : user_dst;
@@ -356,13 +376,32 @@ void conv2d_kernel(const ir::KernelContext& ctx) {
   conv2d_dnnl(ctx);
 }
 
-const dnnl_rt::PreparerRegistration kPrepareConv2d("conv2d", [](std::span<const TensorType> in,
-                                                                const Attrs& attrs, int threads,
-                                                                bool deterministic) {
-  if (in[0].dtype != DType::kFloat32) return false;
-  dnnl_conv2d(in, attrs, threads, deterministic);
-  return true;
-});
+// Creates the primitive; with constant weights in another layout than theirs, also reorders them
+// once into a PreparedConv.
+dnnl_rt::Prepared prepare_conv2d(const dnnl_rt::PrepareRequest& request) {
+  std::span<const TensorType> in = request.inputs;
+  if (in[0].dtype != DType::kFloat32) return {};
+  std::shared_ptr<const DnnlConv> conv =
+      dnnl_conv2d(in, request.attrs, request.threads, request.deterministic);
+  const void* weights = request.constant(1);
+  if (weights == nullptr || !conv->weights_in || ir::num_elements(in[1].shape) == 0) {
+    return {true, nullptr};
+  }
+  auto state = std::make_shared<PreparedConv>();
+  state->conv = conv;
+  state->threads = request.threads;
+  state->deterministic = request.deterministic;
+  const dnnl::engine& engine = dnnl_rt::cpu_engine();
+  state->weights = dnnl::memory(conv->weights, engine);
+  // oneDNN reads the user's bytes and never writes them: the const_cast only fits its API.
+  dnnl::memory user(conv->user_weights, engine, const_cast<void*>(weights));
+  dnnl::stream& stream = dnnl_rt::thread_stream();
+  conv->weights_in.execute(stream, user, state->weights);
+  stream.wait();
+  return {true, std::shared_ptr<const void>(state)};
+}
+
+const dnnl_rt::PreparerRegistration kPrepareConv2d("conv2d", prepare_conv2d);
 
 std::vector<RefTensor> conv2d_reference(std::span<const RefTensor> in, const Attrs& attrs) {
   const Shape& xs = in[0].shape;
@@ -574,23 +613,22 @@ void pool_kernel(const ir::KernelContext& ctx) {
 }
 
 template <PoolKind Kind>
-bool prepare_pool(std::string_view op, std::span<const TensorType> in, const Attrs& attrs,
-                  int threads) {
-  if (in[0].dtype != DType::kFloat32) return false;
-  dnnl_pool<Kind>(op, in[0].shape, attrs, threads);
-  return true;
+dnnl_rt::Prepared prepare_pool(std::string_view op, const dnnl_rt::PrepareRequest& request) {
+  if (request.inputs[0].dtype != DType::kFloat32) return {};
+  dnnl_pool<Kind>(op, request.inputs[0].shape, request.attrs, request.threads);
+  return {true, nullptr};
 }
 
-const dnnl_rt::PreparerRegistration kPrepareMaxPool("max_pool2d", [](std::span<const TensorType> in,
-                                                                     const Attrs& attrs,
-                                                                     int threads, bool) {
-  return prepare_pool<PoolKind::kMax>("max_pool2d", in, attrs, threads);
-});
-const dnnl_rt::PreparerRegistration kPrepareAvgPool("avg_pool2d", [](std::span<const TensorType> in,
-                                                                     const Attrs& attrs,
-                                                                     int threads, bool) {
-  return prepare_pool<PoolKind::kAvg>("avg_pool2d", in, attrs, threads);
-});
+const dnnl_rt::PreparerRegistration kPrepareMaxPool("max_pool2d",
+                                                    [](const dnnl_rt::PrepareRequest& r) {
+                                                      return prepare_pool<PoolKind::kMax>(
+                                                          "max_pool2d", r);
+                                                    });
+const dnnl_rt::PreparerRegistration kPrepareAvgPool("avg_pool2d",
+                                                    [](const dnnl_rt::PrepareRequest& r) {
+                                                      return prepare_pool<PoolKind::kAvg>(
+                                                          "avg_pool2d", r);
+                                                    });
 
 template <PoolKind Kind>
 std::vector<RefTensor> pool_reference(std::string_view op, std::span<const RefTensor> in,

@@ -74,6 +74,7 @@ DriverOptions driver_options(const context::Policy& policy, std::string dump_pre
   compile.fusion = fusion_options(policy);
   compile.enable_passes = policy.fusion_flags.enable_pass;
   compile.disable_passes = policy.fusion_flags.disable_pass;
+  if (!policy.format_transform.value) compile.disable_passes.push_back("format-transform");
   compile.verify_every_pass = policy.debug_level.value == context::DebugLevel::kDebug;
   compile.memory_level = policy.memory_optimize_level.value == context::MemoryOptimizeLevel::kO1
                              ? passes::MemoryLevel::kO1

@@ -46,6 +46,7 @@ Fingerprint fingerprint(const Snapshot& snapshot, const Policy& policy) {
   parts.emplace_back("policy.mode", std::string(to_string(policy.mode.value)));
   parts.emplace_back("policy.jit_level", std::string(to_string(policy.jit_level.value)));
   parts.emplace_back("policy.infer_boost", flag(policy.infer_boost.value));
+  parts.emplace_back("policy.format_transform", flag(policy.format_transform.value));
   parts.emplace_back("policy.jit_syntax_level",
                      std::string(to_string(policy.jit_syntax_level.value)));
   parts.emplace_back("policy.fusion_level", std::to_string(policy.fusion_level.value));

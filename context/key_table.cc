@@ -245,9 +245,8 @@ std::vector<KeySpec> make_context_keys() {
        .type = VT::kBool,
        .default_value = false,
        .example = true,
-       .devices = kGpu,
-       .effective_on_cpu = false,
-       .doc = "Disable the automatic NCHW to NHWC format transform"},
+       .doc = "Disable the automatic NCHW to NHWC format transform (the format-transform pass: "
+              "channels-last activations between convolutions and pools at jit_level O1 and up)"},
       {.name = "support_binary",
        .type = VT::kBool,
        .default_value = false,

@@ -275,9 +275,29 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
                            " runs kernel by kernel: KernelExecutor, memory from the pool, "
                            "inter_op_parallel_num independent nodes at once"};
   }
+  const bool infer_boost = v["jit_config"].value("infer_boost", "off") == "on";
   policy.infer_boost = {
-      v["jit_config"].value("infer_boost", "off") == "on",
-      "jit_config.infer_boost='" + v["jit_config"].value("infer_boost", "off") + "'"};
+      infer_boost, infer_boost
+                       ? "jit_config.infer_boost='on': weights are compiled in as constants (what "
+                         "depends on them alone folds; convolution weights are reordered into the "
+                         "kernel's layout once, at compile time); replacing a weight recompiles"
+                       : "jit_config.infer_boost='off': weights are parameters bound at every run"};
+  if (v["disable_format_transform"].get<bool>()) {
+    policy.format_transform = {false,
+                               "disable_format_transform=true: convolutions and pools keep NCHW "
+                               "activations and reorder them to and from channels-last on every "
+                               "call"};
+  } else if (policy.jit_level.value == JitLevel::kO0) {
+    policy.format_transform = {false,
+                               "jit_level O0 runs no graph optimization: convolutions and pools "
+                               "reorder NCHW activations on every call"};
+  } else {
+    policy.format_transform = {true,
+                               "jit_level " + std::string(to_string(policy.jit_level.value)) +
+                                   ": float32 convolutions and pools pass channels-last (NHWC) "
+                                   "activations between them, reordering only at a chain's "
+                                   "edges (disable_format_transform=true turns this off)"};
+  }
   const std::string syntax = v["jit_syntax_level"].get<std::string>();
   policy.jit_syntax_level = plain(snapshot, "jit_syntax_level",
                                   syntax == "STRICT"       ? JitSyntaxLevel::kStrict
@@ -370,6 +390,7 @@ std::vector<Explanation> explain(const Policy& p) {
       {"jit_level", std::string(to_string(p.jit_level.value)), p.jit_level.reason},
       {"executor", std::string(to_string(p.executor.value)), p.executor.reason},
       {"infer_boost", b(p.infer_boost.value), p.infer_boost.reason},
+      {"format_transform", b(p.format_transform.value), p.format_transform.reason},
       {"jit_syntax_level", std::string(to_string(p.jit_syntax_level.value)),
        p.jit_syntax_level.reason},
       {"fusion.opt_level", n(p.fusion_level.value), p.fusion_level.reason},

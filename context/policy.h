@@ -58,6 +58,9 @@ struct Policy {
   Decision<JitLevel> jit_level;
   Decision<Executor> executor;  // follows jit_level
   Decision<bool> infer_boost;
+  // The format-transform pass: float32 convolutions and pools keep channels-last activations
+  // between them (jit_level O1 and up, unless disable_format_transform).
+  Decision<bool> format_transform;
   Decision<JitSyntaxLevel> jit_syntax_level;
   // Graph-kernel fusion: 0 none, 1 basic, 2 + CSE and simplification, 3 + stitch and parallel
   // fusion.

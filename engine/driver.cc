@@ -6,7 +6,6 @@
 #include "base/error.h"
 #include "engine/compile_cache/compile_cache.h"
 #include "engine/recorder.h"
-#include "runtime/dnnl/prepare.h"
 
 namespace mf::engine {
 namespace {
@@ -57,23 +56,6 @@ runtime::RunOptions run_options(const context::Policy& policy) {
   return run;
 }
 
-// Creates, at compile time, the oneDNN primitives the graph's kernels will run (convolutions,
-// matmuls, pools), so the first run creates none. Returns how many nodes were prepared.
-size_t prepare_kernels(const ir::Graph& graph, const runtime::RunOptions& run) {
-  size_t prepared = 0;
-  for (const ir::Node& node : graph.nodes()) {
-    std::vector<ir::TensorType> inputs;
-    inputs.reserve(node.inputs().size());
-    for (const ir::Value& v : node.inputs()) inputs.push_back(v.type());
-    if (runtime::dnnl_rt::prepare(node.op(), inputs, node.attrs(), run.intra_op_threads,
-                                  run.deterministic)) {
-      ++prepared;
-    }
-  }
-  for (const ir::Graph* sub : graph.subgraphs()) prepared += prepare_kernels(*sub, run);
-  return prepared;
-}
-
 }  // namespace
 
 // What a cache hit needs to fall back on compiling: the lookup (its key), the trace and the
@@ -92,6 +74,7 @@ DriverOptions driver_options(const context::Policy& policy, std::string dump_pre
   compile.fusion = fusion_options(policy);
   compile.enable_passes = policy.fusion_flags.enable_pass;
   compile.disable_passes = policy.fusion_flags.disable_pass;
+  if (!policy.format_transform.value) compile.disable_passes.push_back("format-transform");
   compile.verify_every_pass = policy.debug_level.value == context::DebugLevel::kDebug;
   compile.memory_level = policy.memory_optimize_level.value == context::MemoryOptimizeLevel::kO1
                              ? passes::MemoryLevel::kO1
@@ -123,10 +106,13 @@ std::unique_ptr<runtime::GraphExecutor> make_executor(context::Executor kind,
 std::unique_ptr<CompiledNetwork> compile(std::unique_ptr<ir::Graph> graph,
                                          const ir::TensorType& input, const context::Policy& policy,
                                          const context::Fingerprint& fingerprint,
-                                         const DriverOptions& options) {
+                                         const DriverOptions& options,
+                                         const WeightLookup& weights) {
   MF_CHECK(graph != nullptr, InvalidArgument, "compile() needs a graph");
   const auto start = Clock::now();
   auto network = std::make_unique<CompiledNetwork>();
+  if (policy.infer_boost.value && weights)
+    network->frozen_weights = freeze_weights(*graph, weights);
   network->fingerprint = fingerprint;
   network->jit_level = policy.jit_level.value;
   // The persistent cache: a hit replaces the pass pipeline by a load (stored plan proven safe).
@@ -153,7 +139,8 @@ std::unique_ptr<CompiledNetwork> compile(std::unique_ptr<ir::Graph> graph,
   }
   network->executor = make_executor(options.executor, network->compiled.plan);
   if (!options.precompile_only) {
-    network->prepared_kernels = prepare_kernels(*network->compiled.graph, options.run);
+    network->prepared_kernels =
+        network->executor->prepare_kernels(options.run.intra_op_threads, options.run.deterministic);
   }
   network->compile_ms = millis_since(start);
   return network;
@@ -172,7 +159,8 @@ void recompile_after_failed_hit(CompiledNetwork& network, const context::Policy&
                        store_compiled(policy, recovery.lookup, network.compiled, 0);
   network.cache_hit = false;
   network.executor = make_executor(recovery.options.executor, network.compiled.plan);
-  network.prepared_kernels = prepare_kernels(*network.compiled.graph, recovery.options.run);
+  network.prepared_kernels = network.executor->prepare_kernels(
+      recovery.options.run.intra_op_threads, recovery.options.run.deterministic);
   network.compile_ms += millis_since(start);
   network.recovery.reset();
 }

@@ -7,6 +7,7 @@
 // .ir and .onnx runs (engine/ir_runner.cc), `mf bisect`, `mf passes`, `mf dump` and the
 // benchmarks, so a new option is added here once and `mf passes` cannot drift from what compiles.
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "context/fingerprint.h"
 #include "context/policy.h"
+#include "engine/freeze_weights.h"
 #include "passes/compile_options.h"
 #include "passes/compiler.h"
 #include "runtime/graph_executor.h"
@@ -52,7 +54,13 @@ struct CompiledNetwork {
   // entry is discarded, the trace compiled, stored and run instead (a stored entry that passes its
   // checks but fails is a miss, never a failure of every later run).
   std::shared_ptr<HitRecovery> recovery;
+  // jit_config.infer_boost=on: the weights compiled in as constants (engine/freeze_weights.h); a
+  // run binding other weight tensors needs another compile.
+  FrozenWeights frozen_weights;
 };
+
+// Finds the tensor of a weight parameter (an undefined Tensor: not known, stays bound at run time).
+using WeightLookup = std::function<Tensor(const ir::Parameter&)>;
 
 // Compiles `graph` (a trace or a parsed graph) under `options`. With options.compile_cache a hit
 // loads the stored graph and plan instead of running any pass, and a miss stores what it compiled.
@@ -60,10 +68,13 @@ struct CompiledNetwork {
 // creates none.
 // `input` is the input type the cache key names (a cell's input; for a parsed graph its first
 // parameter: every parameter's type is in the graph's canonical form anyway).
+// With policy.infer_boost and a `weights` lookup, the weights become constants of the graph first
+// (so the cache key covers their bytes).
 std::unique_ptr<CompiledNetwork> compile(std::unique_ptr<ir::Graph> graph,
                                          const ir::TensorType& input, const context::Policy& policy,
                                          const context::Fingerprint& fingerprint,
-                                         const DriverOptions& options);
+                                         const DriverOptions& options,
+                                         const WeightLookup& weights = {});
 
 // The pass pipeline alone, no cache and no executor: for tests and benchmarks that look at the
 // compiled graph itself.

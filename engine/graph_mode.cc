@@ -30,6 +30,7 @@ std::string recompile_reason(const CompiledForms& forms, const ir::TensorType& i
   for (const auto& name : context::differing_components(last.network->fingerprint, fingerprint)) {
     changed += (changed.empty() ? "" : ", ") + name;
   }
+  if (changed.empty()) return "infer_boost: a weight compiled in as a constant was replaced";
   return "compile settings changed: " + changed;
 }
 
@@ -45,9 +46,32 @@ std::unique_ptr<CompiledCell> trace_and_compile(nn::Cell& cell, const Tensor& x,
   form->trace_ms = millis_since(start);
   form->bindings = std::move(trace.bindings);
   const std::string prefix = trace.graph->name() + "_" + std::to_string(++compile_counter);
+  // infer_boost: the weights' current tensors, looked up once, become constants.
+  std::vector<Tensor> bound;
+  const WeightLookup weight_of = [&](const ir::Parameter& p) -> Tensor {
+    if (p.index() >= form->bindings.size() ||
+        form->bindings[p.index()].kind != Binding::Kind::kWeight) {
+      return {};
+    }
+    if (bound.empty()) bound = bound_tensors(cell, form->bindings, x);
+    return bound[p.index()];
+  };
   form->network = compile(std::move(trace.graph), x.type(), policy, derived.fingerprint,
-                          driver_options(policy, prefix));
+                          driver_options(policy, prefix), weight_of);
   return form;
+}
+
+// Whether a form compiled with its weights frozen in (infer_boost) still has them: a cell whose
+// parameter was replaced since needs another compile.
+bool weights_unchanged(nn::Cell& cell, const Tensor& x, const CompiledCell& form) {
+  const FrozenWeights& frozen = form.network->frozen_weights;
+  if (frozen.tensors.empty()) return true;
+  const std::vector<Tensor> bound = bound_tensors(cell, form.bindings, x);
+  std::vector<Tensor> weights;
+  for (size_t i = 0; i < form.bindings.size(); ++i) {
+    if (form.bindings[i].kind == Binding::Kind::kWeight) weights.push_back(bound[i]);
+  }
+  return frozen.same_as(weights);
 }
 
 std::shared_ptr<const DerivedPolicy> derive(CompiledForms& forms,
@@ -72,17 +96,19 @@ CompiledCell& find_or_compile(nn::Cell& cell, const Tensor& x, CompiledForms& fo
                               GraphRunReport& report) {
   CompiledCell* form = nullptr;
   if (forms.last_entry != nullptr && forms.last_entry_derived == derived &&
-      forms.last_entry->input_type == x.type()) {
+      forms.last_entry->input_type == x.type() && weights_unchanged(cell, x, *forms.last_entry)) {
     form = forms.last_entry;
   } else {
     for (auto& entry : forms.entries) {
-      if (entry->input_type == x.type() && entry->network->fingerprint == derived->fingerprint) {
+      if (entry->input_type == x.type() && entry->network->fingerprint == derived->fingerprint &&
+          weights_unchanged(cell, x, *entry)) {
         form = entry.get();
       }
     }
   }
   if (form == nullptr) {
     report.recompile_reason = recompile_reason(forms, x.type(), derived->fingerprint);
+
     if (!report.recompile_reason.empty()) {
       log::info("recompiling {}: {}", cell.class_name(), report.recompile_reason);
     }
@@ -154,6 +180,7 @@ void describe_network(const CompiledNetwork& network, const context::Policy& pol
   report.cache_key = network.cache_key;
   report.cache_note = network.cache_note;
   report.prepared_kernels = network.prepared_kernels;
+  report.frozen_weight_bytes = network.frozen_weights.bytes;
 }
 
 Tensor run_compiled_cell(nn::Cell& cell, const Tensor& x, CompiledForms& forms,

@@ -34,11 +34,13 @@ struct GraphRunReport {
   double trace_ms = 0, compile_ms = 0, run_ms = 0;
   size_t planned_peak_bytes = 0;
   size_t prepared_kernels = 0;  // oneDNN primitives created at compile time
-  std::string memory_regime;    // "pooled, freed after last use" / "planned arena"
-  std::string executor;         // "KernelExecutor" / "SinkExecutor"
-  std::string jit_level;        // "O1"
-  int fusion_level = 0;         // graph-kernel opt_level
-  bool jit_region = false;      // a jit-compiled part of a PYNATIVE_MODE run
+  // infer_boost=on: bytes of weights compiled in as constants (0: weights bound at every run).
+  size_t frozen_weight_bytes = 0;
+  std::string memory_regime;  // "pooled, freed after last use" / "planned arena"
+  std::string executor;       // "KernelExecutor" / "SinkExecutor"
+  std::string jit_level;      // "O1"
+  int fusion_level = 0;       // graph-kernel opt_level
+  bool jit_region = false;    // a jit-compiled part of a PYNATIVE_MODE run
   // false under precompile_only. In PYNATIVE mode the run is queued: true once submitted, and
   // run_ms is 0 unless pynative_synchronize made it run before the call returned.
   bool ran = false;

@@ -147,16 +147,25 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
   const context::Policy policy = context::derive_policy(snapshot);
   const context::Fingerprint fingerprint = context::fingerprint(snapshot, policy);
   report_ = {};
+  // infer_boost: the weights are compiled in, so a form fits only the tensors it froze.
+  const WeightLookup weight_of = [&](const ir::Parameter& p) {
+    auto it = bound.find(p.name());
+    return it == bound.end() ? Tensor() : it->second;
+  };
   CompiledNetwork* network = nullptr;
   for (auto& entry : compiled_) {
-    if (entry->fingerprint == fingerprint) network = entry.get();
+    if (entry->fingerprint == fingerprint &&
+        (entry->frozen_weights.tensors.empty() ||
+         entry->frozen_weights.same_as(current_weights(*graph_, weight_of)))) {
+      network = entry.get();
+    }
   }
   if (network == nullptr) {
     // Every parameter's type is in the graph's canonical form; the first names the input.
     const ir::TensorType input =
         graph_->num_parameters() > 0 ? graph_->parameter(0)->type() : ir::TensorType{};
     compiled_.push_back(compile(graph_->clone(), input, policy, fingerprint,
-                                driver_options(policy, graph_->name())));
+                                driver_options(policy, graph_->name()), weight_of));
     network = compiled_.back().get();
     report_.compiled = true;
   }

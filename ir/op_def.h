@@ -81,6 +81,10 @@ struct KernelContext {
   const Attrs& attrs;
   std::string_view op_name;
   bool deterministic = false;  // fixed reduction order whatever the thread count
+  // State the compiled graph built once for this node (runtime/prepared_kernels.h), e.g. constant
+  // weights already in the layout the kernel's primitive wants; null when there is none (op by
+  // op, or nothing to prepare). Only the op's own kernel knows its type.
+  const void* prepared = nullptr;
 };
 
 using KernelFn = std::function<void(const KernelContext&)>;

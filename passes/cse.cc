@@ -31,17 +31,33 @@ class Cse final : public Pass {
   }
 
  private:
+  // Constants are compared by type first: only those sharing a type with another are hashed and
+  // compared byte for byte, so a graph holding a model's weights (tens of MB, nearly every tensor
+  // of its own shape) is not copied or hashed whole at every simplify round.
   static bool merge_constants(ir::Graph& graph) {
-    bool changed = false;
-    std::unordered_map<std::string, ir::Constant*> seen;
+    std::unordered_map<std::string, std::vector<ir::Constant*>> by_type;
     for (size_t i = 0; i < graph.num_constants(); ++i) {
       ir::Constant* c = graph.constant(i);
-      std::string key = ir::type_to_string(c->type());
-      key.append(c->bytes().begin(), c->bytes().end());
-      auto [it, inserted] = seen.emplace(std::move(key), c);
-      if (!inserted && !c->uses().empty()) {
-        graph.replace_all_uses(c, it->second);
-        changed = true;
+      by_type[ir::type_to_string(c->type())].push_back(c);
+    }
+    bool changed = false;
+    for (auto& [type, constants] : by_type) {
+      if (constants.size() < 2) continue;
+      std::unordered_map<size_t, std::vector<ir::Constant*>> by_hash;
+      for (ir::Constant* c : constants) {
+        const std::string_view bytes(reinterpret_cast<const char*>(c->bytes().data()),
+                                     c->bytes().size());
+        std::vector<ir::Constant*>& same_hash = by_hash[std::hash<std::string_view>{}(bytes)];
+        ir::Constant* first = nullptr;
+        for (ir::Constant* other : same_hash) {
+          if (other->bytes() == c->bytes()) first = other;
+        }
+        if (first == nullptr) {
+          same_hash.push_back(c);
+        } else if (!c->uses().empty()) {
+          graph.replace_all_uses(c, first);
+          changed = true;
+        }
       }
     }
     return changed;

@@ -20,5 +20,6 @@ inline constexpr int64_t kMaxFoldedElements = int64_t{1} << 20;
 std::unique_ptr<Pass> make_constant_folding(int64_t max_elements = kMaxFoldedElements);
 std::unique_ptr<Pass> make_algebraic_simplification();  // "algebraic-simplification"
 std::unique_ptr<Pass> make_cse();                       // "common-subexpression-elimination"
+std::unique_ptr<Pass> make_format_transform();          // "format-transform"
 
 }  // namespace mf::passes

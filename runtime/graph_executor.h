@@ -41,6 +41,10 @@ class GraphExecutor {
   virtual std::vector<TensorArg> run(std::span<const TensorArg> inputs,
                                      const RunOptions& options) = 0;
   virtual std::string_view name() const = 0;  // "KernelExecutor" / "SinkExecutor"
+  // Prepares the kernels ahead of the first run (runtime/prepared_kernels.h): their primitives for
+  // `threads` intra-op threads, and state built from the graph's constants. Returns how many
+  // nodes were prepared. Runs never require it; a run with other threads still works.
+  virtual size_t prepare_kernels(int threads, bool deterministic) = 0;
 };
 
 std::unique_ptr<GraphExecutor> make_kernel_executor(std::shared_ptr<const Plan> plan);

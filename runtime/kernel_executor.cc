@@ -12,6 +12,7 @@
 #include "ir/printer.h"
 #include "runtime/fused_kernel.h"
 #include "runtime/parallel.h"
+#include "runtime/prepared_kernels.h"
 #include "runtime/storage.h"
 
 namespace mf::runtime {
@@ -127,6 +128,8 @@ class PlanRun {
 
   // Kernels of the plan's fused steps, built by the executor; a nested run builds its own.
   void set_fused(const FusedKernels* fused) { fused_ = fused; }
+  // What the executor prepared for the plan's kernels (may be null: nothing prepared).
+  void set_prepared(const PreparedKernels* prepared) { prepared_ = prepared; }
 
   void bind(std::span<const TensorArg> inputs) {
     check_inputs(plan_, inputs);
@@ -275,8 +278,12 @@ class PlanRun {
     out.reserve(step.outputs.size());
     for (int id : step.inputs) in.push_back({data_[id], plan_.slots[id].type});
     for (int id : step.outputs) out.push_back({data_[id], plan_.slots[id].type});
-    const ir::KernelContext ctx{in, out, step.node->attrs(), step.node->op(),
-                                options_.deterministic};
+    const ir::KernelContext ctx{in,
+                                out,
+                                step.node->attrs(),
+                                step.node->op(),
+                                options_.deterministic,
+                                prepared_ != nullptr ? prepared_->state(*step.node) : nullptr};
     if (is_fused(*step.node)) {
       (fused_ != nullptr ? *fused_ : own_fused_).get(*plan_.graph, *step.node).run(ctx);
       return;
@@ -325,6 +332,7 @@ class PlanRun {
   std::mutex on_step_mutex_;
   const FusedKernels* fused_ = nullptr;
   FusedKernels own_fused_;
+  const PreparedKernels* prepared_ = nullptr;
 };
 
 }  // namespace
@@ -356,6 +364,7 @@ class KernelExecutor final : public GraphExecutor {
                              const RunOptions& options) override {
     detail::PlanRun run(*plan_, options, 0);
     run.set_fused(fused_.get());
+    run.set_prepared(prepared_.get());
     run.bind(inputs);
     if (options.inter_op_parallelism > 1 && plan_->steps.size() > 1) {
       // Nested control flow inside a step runs serially on that step's thread.
@@ -369,9 +378,15 @@ class KernelExecutor final : public GraphExecutor {
 
   std::string_view name() const override { return "KernelExecutor"; }
 
+  size_t prepare_kernels(int threads, bool deterministic) override {
+    prepared_ = std::make_unique<PreparedKernels>(*plan_, threads, deterministic);
+    return prepared_->prepared();
+  }
+
  private:
   std::shared_ptr<const Plan> plan_;
-  std::unique_ptr<FusedKernels> fused_;  // built once, shared by every run
+  std::unique_ptr<FusedKernels> fused_;        // built once, shared by every run
+  std::unique_ptr<PreparedKernels> prepared_;  // set before the first run, then read only
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "runtime/fused_kernel.h"
 #include "runtime/kernel_executor.h"
 #include "runtime/parallel.h"
+#include "runtime/prepared_kernels.h"
 #include "runtime/storage.h"
 
 namespace mf::runtime {
@@ -26,6 +27,7 @@ struct BoundStep {
   std::string_view op;
   std::vector<ir::TensorView> inputs;
   std::vector<ir::TensorView> outputs;
+  const void* prepared = nullptr;  // KernelContext::prepared (runtime/prepared_kernels.h)
 };
 
 // A view whose pointer changes every run (a parameter or a graph output).
@@ -73,8 +75,8 @@ class SinkExecutor final : public GraphExecutor {
     for (BoundStep& b : steps_) {
       try {
         if (b.kernel != nullptr) {
-          (*b.kernel)(
-              ir::KernelContext{b.inputs, b.outputs, *b.attrs, b.op, options.deterministic});
+          (*b.kernel)(ir::KernelContext{b.inputs, b.outputs, *b.attrs, b.op, options.deterministic,
+                                        b.prepared});
         } else {
           run_control_flow(b, options);
         }
@@ -102,6 +104,13 @@ class SinkExecutor final : public GraphExecutor {
   }
 
   std::string_view name() const override { return "SinkExecutor"; }
+
+  size_t prepare_kernels(int threads, bool deterministic) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    kernels_ = std::make_unique<PreparedKernels>(*plan_, threads, deterministic);
+    for (BoundStep& b : steps_) b.prepared = kernels_->state(*b.step->node);
+    return kernels_->prepared();
+  }
 
  private:
   void validate() const {
@@ -214,6 +223,7 @@ class SinkExecutor final : public GraphExecutor {
   std::shared_ptr<Buffer> arena_;
   std::vector<std::shared_ptr<Buffer>> kept_;
   std::vector<std::unique_ptr<ir::KernelFn>> fused_kernels_;  // the kernels of fused steps
+  std::unique_ptr<PreparedKernels> kernels_;  // prepare_kernels(): primitives, constant state
 };
 
 }  // namespace

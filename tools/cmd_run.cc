@@ -57,6 +57,10 @@ void print_graph_report(const std::string& label, const engine::GraphRunReport& 
       label.c_str(), report.compile_ms, report.trace_ms, report.jit_level.c_str(),
       report.fusion_level, report.executor.c_str(), report.memory_regime.c_str(),
       runtime::format_bytes(report.planned_peak_bytes).c_str(), report.prepared_kernels);
+  if (report.frozen_weight_bytes > 0) {
+    std::printf("weights: %s compiled in as constants (jit_config.infer_boost=on)\n",
+                runtime::format_bytes(report.frozen_weight_bytes).c_str());
+  }
   if (!report.cache_key.empty()) {
     std::printf("compile cache: %s %s (%s)\n", report.cache_hit ? "hit" : "miss",
                 report.cache_key.c_str(), report.cache_note.c_str());

@@ -44,6 +44,14 @@ ENGINES = {
     "pynative": ("mf PYNATIVE", ["--mode", "pynative"]),
     "o1": ("mf GRAPH O1", ["--mode", "graph", "--set", "jit_config.jit_level=O1"]),
     "o2": ("mf GRAPH O2", ["--mode", "graph", "--set", "jit_config.jit_level=O2"]),
+    # jit_config.infer_boost=on: the ONNX weights compiled in as constants, as ORT treats
+    # initializers (and MindSpore's inference mode); O0 for the "O1 vs O0" comparison.
+    "o0-boost": ("mf GRAPH O0 infer_boost", ["--mode", "graph", "--set", "jit_config.jit_level=O0",
+                                             "--set", "jit_config.infer_boost=on"]),
+    "o1-boost": ("mf GRAPH O1 infer_boost", ["--mode", "graph", "--set", "jit_config.jit_level=O1",
+                                             "--set", "jit_config.infer_boost=on"]),
+    "o2-boost": ("mf GRAPH O2 infer_boost", ["--mode", "graph", "--set", "jit_config.jit_level=O2",
+                                             "--set", "jit_config.infer_boost=on"]),
 }
 ALIASES = {"graph-o1": "o1", "graph-o2": "o2", "graph_o1": "o1", "graph_o2": "o2",
            "onnxruntime": "ort", "pynative_mode": "pynative"}

@@ -27,19 +27,18 @@ PreparerRegistration::PreparerRegistration(std::string_view op, PrepareFn fn) {
   r.fns[std::string(op)] = fn;
 }
 
-bool prepare(std::string_view op, std::span<const ir::TensorType> inputs, const ir::Attrs& attrs,
-             int threads, bool deterministic) {
+Prepared prepare(std::string_view op, const PrepareRequest& request) {
   PrepareFn fn = nullptr;
   {
     Registry& r = registry();
     std::lock_guard<std::mutex> lock(r.mutex);
     auto it = r.fns.find(op);
-    if (it == r.fns.end()) return false;
+    if (it == r.fns.end()) return {};
     fn = it->second;
   }
   // oneDNN sizes a primitive's work split by OpenMP's thread count at creation.
-  ScopedOmpThreads omp(threads);
-  return fn(inputs, attrs, threads, deterministic);
+  ScopedOmpThreads omp(request.threads);
+  return fn(request);
 }
 
 }  // namespace mf::runtime::dnnl_rt

@@ -5,6 +5,11 @@
 // (image, group) to im2col + one Eigen GEMM and the pools are direct loops per (image, channel)
 // plane, as before. global_avg_pool stays a plain reduction per plane.
 //
+// data_format "NHWC" (channels last: x, y as (N, H, W, C); conv weights stay OIHW) is what the
+// format-transform pass (passes/format_transform.cc) gives float32 convolutions and pools so that
+// a chain of them passes activations in oneDNN's channels-last layout with no reorder between
+// them. Both formats run the same oneDNN primitive: in NCHW the kernel reorders x in and y out.
+//
 // Padding is [pad_h, pad_w] (both sides) or [top, bottom, left, right]; output sizes round down, as
 // in PyTorch and MindSpore's "pad" mode. avg_pool2d divides by the number of elements inside the
 // input (padding excluded) unless count_include_pad is true.
@@ -108,8 +113,68 @@ Window make_window(std::string_view op, const Shape& x, int64_t kh, int64_t kw, 
 
 void check_nchw(std::string_view op, const TensorType& x) {
   check_dtype(op, x.dtype, kFloatTypes);
-  MF_CHECK(x.shape.size() == 4, InvalidArgument, op, ": x must be NCHW (rank 4), got ",
+  MF_CHECK(x.shape.size() == 4, InvalidArgument, op, ": x must be NCHW or NHWC (rank 4), got ",
            ir::shape_to_string(x.shape));
+}
+
+// True for data_format "NHWC", false for "NCHW".
+bool channels_last(std::string_view op, const Attrs& attrs) {
+  const std::string& format = ir::attr_string(attrs, "data_format", op);
+  MF_CHECK(format == "NCHW" || format == "NHWC", InvalidArgument, op,
+           ": data_format must be 'NCHW' or 'NHWC', got '", format, "'");
+  return format == "NHWC";
+}
+
+// The (N, C, H, W) sizes of an activation given in `channels_last` order, and back.
+Shape nchw_sizes(const Shape& s, bool channels_last) {
+  return channels_last ? Shape{s[0], s[3], s[1], s[2]} : s;
+}
+Shape in_format(const Shape& nchw, bool channels_last) {
+  return channels_last ? Shape{nchw[0], nchw[2], nchw[3], nchw[1]} : nchw;
+}
+
+// Copies NHWC `from` into NCHW `to` (to_nchw) or back, for sizes `nchw`.
+template <typename T>
+void transpose_activation(const T* from, T* to, const Shape& nchw, bool to_nchw) {
+  const int64_t n = nchw[0], c = nchw[1], hw = nchw[2] * nchw[3];
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t p = 0; p < hw; ++p)
+      for (int64_t k = 0; k < c; ++k) {
+        const int64_t nhwc = (b * hw + p) * c + k, nchw_index = (b * c + k) * hw + p;
+        if (to_nchw) {
+          to[nchw_index] = from[nhwc];
+        } else {
+          to[nhwc] = from[nchw_index];
+        }
+      }
+}
+
+// Runs an NCHW float64 kernel on an NHWC node: x transposed in, y transposed out. oneDNN has no
+// float64 kernels and the Eigen and loop paths read NCHW; float64 is for references and tests.
+void run_nhwc_as_nchw(const ir::KernelContext& ctx, void (*nchw_kernel)(const ir::KernelContext&)) {
+  const Shape x_nchw = nchw_sizes(ctx.inputs[0].type.shape, true);
+  const Shape y_nchw = nchw_sizes(ctx.outputs[0].type.shape, true);
+  std::vector<double> x(ir::num_elements(x_nchw)), y(ir::num_elements(y_nchw));
+  transpose_activation(ctx.inputs[0].as<double>(), x.data(), x_nchw, true);
+  std::vector<ir::TensorView> inputs(ctx.inputs.begin(), ctx.inputs.end());
+  inputs[0] = {x.data(), {DType::kFloat64, x_nchw}};
+  const ir::TensorView outputs[] = {{y.data(), {DType::kFloat64, y_nchw}}};
+  Attrs attrs = ctx.attrs;
+  attrs["data_format"] = std::string("NCHW");
+  nchw_kernel(ir::KernelContext{inputs, outputs, attrs, ctx.op_name, ctx.deterministic});
+  transpose_activation(y.data(), ctx.outputs[0].as<double>(), y_nchw, false);
+}
+
+// The reference's view of the same: an NHWC RefTensor as NCHW values, and back.
+RefTensor ref_to_nchw(const RefTensor& t) {
+  RefTensor out = ref_tensor(nchw_sizes(t.shape, true));
+  transpose_activation(t.values.data(), out.values.data(), out.shape, true);
+  return out;
+}
+RefTensor ref_to_nhwc(const RefTensor& t) {
+  RefTensor out = ref_tensor(in_format(t.shape, true));
+  transpose_activation(t.values.data(), out.values.data(), t.shape, false);
+  return out;
 }
 
 // ---- conv2d ----
@@ -121,7 +186,8 @@ Window conv_window(const Shape& x, const Shape& w, const Attrs& attrs) {
 std::vector<TensorType> infer_conv2d(std::span<const TensorType> in, const Attrs& attrs) {
   check_nchw("conv2d", in[0]);
   common_dtype("conv2d", in);
-  const Shape& x = in[0].shape;
+  const bool last = channels_last("conv2d", attrs);
+  const Shape x = nchw_sizes(in[0].shape, last);
   const Shape& w = in[1].shape;
   MF_CHECK(w.size() == 4, InvalidArgument,
            "conv2d: weight must be (out_channels, in_channels / groups, kh, kw), got ",
@@ -138,7 +204,7 @@ std::vector<TensorType> infer_conv2d(std::span<const TensorType> in, const Attrs
              "), got ", ir::shape_to_string(in[2].shape));
   }
   const Window win = conv_window(x, w, attrs);
-  return {{in[0].dtype, {x[0], w[0], win.oh, win.ow}}};
+  return {{in[0].dtype, in_format({x[0], w[0], win.oh, win.ow}, last)}};
 }
 
 template <typename T>
@@ -254,17 +320,19 @@ dnnl::reorder make_reorder(const dnnl::memory::desc& from, const dnnl::memory::d
 // threads (the caller holds ScopedOmpThreads(threads) while creating and running it).
 std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, const Attrs& attrs,
                                             int threads, bool deterministic) {
-  const Shape& xs = in[0].shape;
+  const bool last = channels_last("conv2d", attrs);
+  const Shape xs = nchw_sizes(in[0].shape, last);
   const Shape& ws = in[1].shape;
   const Window win = conv_window(xs, ws, attrs);
   const int64_t groups = ir::attr_int(attrs, "groups", "conv2d");
   const bool has_bias = in.size() == 3;
-  const bool blocked = use_blocked_layout(ws, win, groups, deterministic);
+  // Channels-last activations always run the channels-last primitive.
+  const bool blocked = last || use_blocked_layout(ws, win, groups, deterministic);
   dnnl_rt::PrimitiveKey key("conv2d");
   key.add(std::span<const int64_t>(xs))
       .add(std::span<const int64_t>(ws))
       .add({win.sh, win.sw, win.top, win.bottom, win.left, win.right, win.dh, win.dw, groups,
-            has_bias ? 1 : 0, blocked ? 1 : 0, threads});
+            has_bias ? 1 : 0, blocked ? 1 : 0, last ? 1 : 0, threads});
   return dnnl_rt::primitive_cache().get<DnnlConv>(key, [&] {
     using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
@@ -272,14 +340,19 @@ std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, cons
     const dnnl_dims src_dims(xs.begin(), xs.end());
     const dnnl_dims dst_dims = {xs[0], ws[0], win.oh, win.ow};
     const dnnl_dims weight_dims = {groups, ws[0] / groups, ws[1], ws[2], ws[3]};
-    conv->user_src = dnnl::memory::desc(src_dims, f32, tag::nchw);
-    conv->user_dst = dnnl::memory::desc(dst_dims, f32, tag::nchw);
+    const tag user_tag = last ? tag::nhwc : tag::nchw;
+    conv->user_src = dnnl::memory::desc(src_dims, f32, user_tag);
+    conv->user_dst = dnnl::memory::desc(dst_dims, f32, user_tag);
     conv->user_weights = dnnl::memory::desc(weight_dims, f32, tag::goihw);
     if (has_bias) conv->bias = dnnl::memory::desc({ws[0]}, f32, tag::a);
+    // The direct kernels (brgconv, brdgmm_dw) run as fast in channels-last (nhwc) as in oneDNN's
+    // own choice of blocked layout (benchmarks/dnnl_kernels_bench.cc), and nhwc is a layout the
+    // graph can keep between ops: an NCHW and an NHWC node run the very same primitive, so the
+    // format-transform pass changes no bits.
     const dnnl::memory::desc src =
-        blocked ? dnnl::memory::desc(src_dims, f32, tag::any) : conv->user_src;
+        blocked ? dnnl::memory::desc(src_dims, f32, tag::nhwc) : conv->user_src;
     const dnnl::memory::desc dst =
-        blocked ? dnnl::memory::desc(dst_dims, f32, tag::any) : conv->user_dst;
+        blocked ? dnnl::memory::desc(dst_dims, f32, tag::nhwc) : conv->user_dst;
     const dnnl::memory::desc weights =
         blocked ? dnnl::memory::desc(weight_dims, f32, tag::any) : conv->user_weights;
     // oneDNN counts dilation from 0 (1 = one gap); output sizes round down as here.
@@ -310,13 +383,32 @@ float* scratch(int slot, size_t bytes) {
   return b.data();
 }
 
+// The state a compiled graph keeps for a conv2d whose weights are one of its constants: the
+// primitive it prepared and the weights already in that primitive's layout, reordered once at
+// compile time rather than on every call.
+struct PreparedConv {
+  std::shared_ptr<const DnnlConv> conv;
+  int threads = 1;
+  bool deterministic = false;
+  dnnl::memory weights;  // owns its bytes; conv->weights layout
+};
+
 void conv2d_dnnl(const ir::KernelContext& ctx) {
   const int threads = dnnl_rt::kernel_threads();
   dnnl_rt::ScopedOmpThreads omp(threads);
-  std::vector<TensorType> in = {ctx.inputs[0].type, ctx.inputs[1].type};
-  if (ctx.inputs.size() == 3) in.push_back(ctx.inputs[2].type);
-  const std::shared_ptr<const DnnlConv> conv =
-      dnnl_conv2d(in, ctx.attrs, threads, ctx.deterministic);
+  // The prepared primitive when this run has the threads and mode it was made for; otherwise the
+  // cache's, with the prepared weights only if that primitive wants the same layout.
+  const auto* prepared = static_cast<const PreparedConv*>(ctx.prepared);
+  std::shared_ptr<const DnnlConv> conv;
+  if (prepared != nullptr && prepared->threads == threads &&
+      prepared->deterministic == ctx.deterministic) {
+    conv = prepared->conv;
+  } else {
+    std::vector<TensorType> in = {ctx.inputs[0].type, ctx.inputs[1].type};
+    if (ctx.inputs.size() == 3) in.push_back(ctx.inputs[2].type);
+    conv = dnnl_conv2d(in, ctx.attrs, threads, ctx.deterministic);
+    if (prepared != nullptr && prepared->conv->weights != conv->weights) prepared = nullptr;
+  }
   const dnnl::engine& engine = dnnl_rt::cpu_engine();
   dnnl::stream& stream = dnnl_rt::thread_stream();
   // Each operand in the primitive's layout: the user's memory, or a reordered copy.
@@ -329,8 +421,9 @@ void conv2d_dnnl(const ir::KernelContext& ctx) {
     return copy;
   };
   const dnnl::memory src = operand(conv->src_in, conv->user_src, conv->src, ctx.inputs[0].data, 0);
-  const dnnl::memory weights =
-      operand(conv->weights_in, conv->user_weights, conv->weights, ctx.inputs[1].data, 1);
+  const dnnl::memory weights = prepared != nullptr ? prepared->weights
+                                                   : operand(conv->weights_in, conv->user_weights,
+                                                             conv->weights, ctx.inputs[1].data, 1);
   dnnl::memory user_dst(conv->user_dst, engine, ctx.outputs[0].data);
   dnnl::memory dst =
       conv->dst_out ? dnnl::memory(conv->dst, engine, scratch(2, conv->dst.get_size())) : user_dst;
@@ -351,20 +444,42 @@ void conv2d_dnnl(const ir::KernelContext& ctx) {
 
 void conv2d_kernel(const ir::KernelContext& ctx) {
   // oneDNN convolves float32 only: float64 keeps the im2col + Eigen path.
-  if (ctx.outputs[0].type.dtype == DType::kFloat64) return conv2d_typed<double>(ctx);
+  if (ctx.outputs[0].type.dtype == DType::kFloat64) {
+    if (channels_last("conv2d", ctx.attrs)) return run_nhwc_as_nchw(ctx, conv2d_typed<double>);
+    return conv2d_typed<double>(ctx);
+  }
   if (ir::num_elements(ctx.outputs[0].type.shape) == 0) return;
   conv2d_dnnl(ctx);
 }
 
-const dnnl_rt::PreparerRegistration kPrepareConv2d("conv2d", [](std::span<const TensorType> in,
-                                                                const Attrs& attrs, int threads,
-                                                                bool deterministic) {
-  if (in[0].dtype != DType::kFloat32) return false;
-  dnnl_conv2d(in, attrs, threads, deterministic);
-  return true;
-});
+// Creates the primitive; with constant weights in another layout than theirs, also reorders them
+// once into a PreparedConv.
+dnnl_rt::Prepared prepare_conv2d(const dnnl_rt::PrepareRequest& request) {
+  std::span<const TensorType> in = request.inputs;
+  if (in[0].dtype != DType::kFloat32) return {};
+  std::shared_ptr<const DnnlConv> conv =
+      dnnl_conv2d(in, request.attrs, request.threads, request.deterministic);
+  const void* weights = request.constant(1);
+  if (weights == nullptr || !conv->weights_in || ir::num_elements(in[1].shape) == 0) {
+    return {true, nullptr};
+  }
+  auto state = std::make_shared<PreparedConv>();
+  state->conv = conv;
+  state->threads = request.threads;
+  state->deterministic = request.deterministic;
+  const dnnl::engine& engine = dnnl_rt::cpu_engine();
+  state->weights = dnnl::memory(conv->weights, engine);
+  // oneDNN reads the user's bytes and never writes them: the const_cast only fits its API.
+  dnnl::memory user(conv->user_weights, engine, const_cast<void*>(weights));
+  dnnl::stream& stream = dnnl_rt::thread_stream();
+  conv->weights_in.execute(stream, user, state->weights);
+  stream.wait();
+  return {true, std::shared_ptr<const void>(state)};
+}
 
-std::vector<RefTensor> conv2d_reference(std::span<const RefTensor> in, const Attrs& attrs) {
+const dnnl_rt::PreparerRegistration kPrepareConv2d("conv2d", prepare_conv2d);
+
+std::vector<RefTensor> conv2d_nchw_reference(std::span<const RefTensor> in, const Attrs& attrs) {
   const Shape& xs = in[0].shape;
   const Shape& ws = in[1].shape;
   const Window win = conv_window(xs, ws, attrs);
@@ -392,6 +507,18 @@ std::vector<RefTensor> conv2d_reference(std::span<const RefTensor> in, const Att
   return {out};
 }
 
+std::vector<RefTensor> conv2d_reference(std::span<const RefTensor> in, const Attrs& attrs) {
+  if (!channels_last("conv2d", attrs)) return conv2d_nchw_reference(in, attrs);
+  std::vector<RefTensor> nchw(in.begin(), in.end());
+  nchw[0] = ref_to_nchw(in[0]);
+  return {ref_to_nhwc(conv2d_nchw_reference(nchw, attrs)[0])};
+}
+
+ir::Attrs channels_last_attrs(ir::Attrs attrs) {
+  attrs["data_format"] = std::string("NHWC");
+  return attrs;
+}
+
 ir::Attrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> padding,
                      std::vector<int64_t> dilation, int64_t groups) {
   return {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
@@ -406,6 +533,8 @@ const ir::OpRegistration kConv2d =
         .attr("dilation", ir::AttrKind::kInts, std::vector<int64_t>{1, 1},
               "[dilation_h, dilation_w]")
         .attr("groups", ir::AttrKind::kInt, int64_t{1}, "channel groups; divides C and O")
+        .attr("data_format", ir::AttrKind::kString, std::string("NCHW"),
+              "'NCHW', or 'NHWC' for channels-last x and y (weights stay OIHW)")
         .traits(Trait::kOpaque | Trait::kPure)
         .infer(infer_conv2d)
         .kernel(conv2d_kernel)
@@ -441,6 +570,13 @@ const ir::OpRegistration kConv2d =
             // Depthwise over 32 channels (mobilenet-style), stride 2.
             sample({f32({1, 32, 12, 12}), f32({32, 1, 3, 3})},
                    conv_attrs({2, 2}, {1, 1}, {1, 1}, 32)),
+            // Channels last: 3x3 with bias, odd sizes; depthwise, stride 2; 1x1.
+            sample({f32({2, 9, 7, 6}), f32({4, 6, 3, 3}), f32({4})},
+                   channels_last_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 1))),
+            sample({f32({1, 7, 7, 8}), f32({8, 1, 3, 3})},
+                   channels_last_attrs(conv_attrs({2, 2}, {1, 1}, {1, 1}, 8))),
+            sample({f32({1, 5, 5, 16}), f32({8, 16, 1, 1})},
+                   channels_last_attrs(conv_attrs({1, 1}, {0, 0}, {1, 1}, 1))),
         })
         .tolerance(1e-4)
         .doc("2-D convolution (cross-correlation) of NCHW x with OIHW weight, optional bias (O)");
@@ -462,8 +598,10 @@ Window pool_window(std::string_view op, const Shape& x, const Attrs& attrs) {
 std::vector<TensorType> infer_pool(std::string_view op, std::span<const TensorType> in,
                                    const Attrs& attrs) {
   check_nchw(op, in[0]);
-  const Window w = pool_window(op, in[0].shape, attrs);
-  return {{in[0].dtype, {in[0].shape[0], in[0].shape[1], w.oh, w.ow}}};
+  const bool last = channels_last(op, attrs);
+  const Shape xs = nchw_sizes(in[0].shape, last);
+  const Window w = pool_window(op, xs, attrs);
+  return {{in[0].dtype, in_format({xs[0], xs[1], w.oh, w.ow}, last)}};
 }
 
 enum class PoolKind { kMax, kAvg };
@@ -519,8 +657,10 @@ struct DnnlPool {
 
 // The cached oneDNN pooling primitive for float32 x of shape `xs` (see dnnl_conv2d).
 template <PoolKind Kind>
-std::shared_ptr<const DnnlPool> dnnl_pool(std::string_view op, const Shape& xs, const Attrs& attrs,
+std::shared_ptr<const DnnlPool> dnnl_pool(std::string_view op, const Shape& x, const Attrs& attrs,
                                           int threads) {
+  const bool last = channels_last(op, attrs);
+  const Shape xs = nchw_sizes(x, last);
   const Window w = pool_window(op, xs, attrs);
   const bool include_pad = Kind == PoolKind::kAvg && ir::attr_bool(attrs, "count_include_pad", op);
   // Windows never reach past the padded edge (output sizes round down), so "include padding"
@@ -530,14 +670,15 @@ std::shared_ptr<const DnnlPool> dnnl_pool(std::string_view op, const Shape& xs, 
                                                   : dnnl::algorithm::pooling_avg_exclude_padding;
   dnnl_rt::PrimitiveKey key(op);
   key.add(std::span<const int64_t>(xs))
-      .add(
-          {w.kh, w.kw, w.sh, w.sw, w.top, w.bottom, w.left, w.right, include_pad ? 1 : 0, threads});
+      .add({w.kh, w.kw, w.sh, w.sw, w.top, w.bottom, w.left, w.right, include_pad ? 1 : 0,
+            last ? 1 : 0, threads});
   return dnnl_rt::primitive_cache().get<DnnlPool>(key, [&] {
     using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
     auto pool = std::make_shared<DnnlPool>();
-    pool->src = dnnl::memory::desc(dnnl_dims(xs.begin(), xs.end()), f32, tag::nchw);
-    pool->dst = dnnl::memory::desc({xs[0], xs[1], w.oh, w.ow}, f32, tag::nchw);
+    const tag format = last ? tag::nhwc : tag::nchw;
+    pool->src = dnnl::memory::desc(dnnl_dims(xs.begin(), xs.end()), f32, format);
+    pool->dst = dnnl::memory::desc({xs[0], xs[1], w.oh, w.ow}, f32, format);
     const dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, algorithm, pool->src,
                                            pool->dst, {w.sh, w.sw}, {w.kh, w.kw}, {w.top, w.left},
                                            {w.bottom, w.right});
@@ -552,8 +693,16 @@ void pool_kernel(const ir::KernelContext& ctx) {
   const bool include_pad =
       Kind == PoolKind::kAvg && ir::attr_bool(ctx.attrs, "count_include_pad", ctx.op_name);
   // oneDNN pools float32 only: float64 keeps the direct loops.
-  if (ctx.outputs[0].type.dtype == DType::kFloat64)
+  if (ctx.outputs[0].type.dtype == DType::kFloat64) {
+    if (channels_last(ctx.op_name, ctx.attrs)) {
+      return run_nhwc_as_nchw(ctx, [](const ir::KernelContext& nchw) {
+        pool_typed<double, Kind>(
+            nchw,
+            Kind == PoolKind::kAvg && ir::attr_bool(nchw.attrs, "count_include_pad", nchw.op_name));
+      });
+    }
     return pool_typed<double, Kind>(ctx, include_pad);
+  }
   if (ir::num_elements(ctx.outputs[0].type.shape) == 0) return;
   const int threads = dnnl_rt::kernel_threads();
   dnnl_rt::ScopedOmpThreads omp(threads);
@@ -574,27 +723,26 @@ void pool_kernel(const ir::KernelContext& ctx) {
 }
 
 template <PoolKind Kind>
-bool prepare_pool(std::string_view op, std::span<const TensorType> in, const Attrs& attrs,
-                  int threads) {
-  if (in[0].dtype != DType::kFloat32) return false;
-  dnnl_pool<Kind>(op, in[0].shape, attrs, threads);
-  return true;
+dnnl_rt::Prepared prepare_pool(std::string_view op, const dnnl_rt::PrepareRequest& request) {
+  if (request.inputs[0].dtype != DType::kFloat32) return {};
+  dnnl_pool<Kind>(op, request.inputs[0].shape, request.attrs, request.threads);
+  return {true, nullptr};
 }
 
-const dnnl_rt::PreparerRegistration kPrepareMaxPool("max_pool2d", [](std::span<const TensorType> in,
-                                                                     const Attrs& attrs,
-                                                                     int threads, bool) {
-  return prepare_pool<PoolKind::kMax>("max_pool2d", in, attrs, threads);
-});
-const dnnl_rt::PreparerRegistration kPrepareAvgPool("avg_pool2d", [](std::span<const TensorType> in,
-                                                                     const Attrs& attrs,
-                                                                     int threads, bool) {
-  return prepare_pool<PoolKind::kAvg>("avg_pool2d", in, attrs, threads);
-});
+const dnnl_rt::PreparerRegistration kPrepareMaxPool("max_pool2d",
+                                                    [](const dnnl_rt::PrepareRequest& r) {
+                                                      return prepare_pool<PoolKind::kMax>(
+                                                          "max_pool2d", r);
+                                                    });
+const dnnl_rt::PreparerRegistration kPrepareAvgPool("avg_pool2d",
+                                                    [](const dnnl_rt::PrepareRequest& r) {
+                                                      return prepare_pool<PoolKind::kAvg>(
+                                                          "avg_pool2d", r);
+                                                    });
 
 template <PoolKind Kind>
-std::vector<RefTensor> pool_reference(std::string_view op, std::span<const RefTensor> in,
-                                      const Attrs& attrs) {
+std::vector<RefTensor> pool_nchw_reference(std::string_view op, std::span<const RefTensor> in,
+                                           const Attrs& attrs) {
   const Shape& xs = in[0].shape;
   const Window w = pool_window(op, xs, attrs);
   const bool include_pad = Kind == PoolKind::kAvg && std::get<bool>(attrs.at("count_include_pad"));
@@ -619,6 +767,14 @@ std::vector<RefTensor> pool_reference(std::string_view op, std::span<const RefTe
   return {out};
 }
 
+template <PoolKind Kind>
+std::vector<RefTensor> pool_reference(std::string_view op, std::span<const RefTensor> in,
+                                      const Attrs& attrs) {
+  if (!channels_last(op, attrs)) return pool_nchw_reference<Kind>(op, in, attrs);
+  const RefTensor x = ref_to_nchw(in[0]);
+  return {ref_to_nhwc(pool_nchw_reference<Kind>(op, std::span<const RefTensor>(&x, 1), attrs)[0])};
+}
+
 ir::Attrs pool_attrs(std::vector<int64_t> kernel, std::vector<int64_t> stride,
                      std::vector<int64_t> padding) {
   return {{"kernel", kernel}, {"stride", stride}, {"padding", padding}};
@@ -632,6 +788,8 @@ const ir::OpRegistration kMaxPool2d =
               "[stride_h, stride_w]; [] = kernel")
         .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0},
               "[pad_h, pad_w] or [top, bottom, left, right]; padded cells never win")
+        .attr("data_format", ir::AttrKind::kString, std::string("NCHW"),
+              "'NCHW', or 'NHWC' for channels-last x and y")
         .traits(Trait::kOpaque | Trait::kPure)
         .infer([](std::span<const TensorType> in, const Attrs& attrs) {
           return infer_pool("max_pool2d", in, attrs);
@@ -646,6 +804,8 @@ const ir::OpRegistration kMaxPool2d =
             sample({f32({1, 1, 5, 6})}, pool_attrs({2, 3}, {1, 2}, {1, 0, 0, 2})),
             // resnet's 3x3/2 max pool with padding 1, odd size.
             sample({f32({1, 16, 15, 15})}, pool_attrs({3, 3}, {2, 2}, {1, 1})),
+            // The same, channels last.
+            sample({f32({1, 15, 15, 16})}, channels_last_attrs(pool_attrs({3, 3}, {2, 2}, {1, 1}))),
         })
         .doc("max over 2-D windows of NCHW x");
 
@@ -659,6 +819,8 @@ const ir::OpRegistration kAvgPool2d =
               "[pad_h, pad_w] or [top, bottom, left, right]")
         .attr("count_include_pad", ir::AttrKind::kBool, false,
               "divide by the full window (true) or by the cells inside the input (false)")
+        .attr("data_format", ir::AttrKind::kString, std::string("NCHW"),
+              "'NCHW', or 'NHWC' for channels-last x and y")
         .traits(Trait::kOpaque | Trait::kPure)
         .infer([](std::span<const TensorType> in, const Attrs& attrs) {
           return infer_pool("avg_pool2d", in, attrs);
@@ -675,6 +837,8 @@ const ir::OpRegistration kAvgPool2d =
               s.attrs["count_include_pad"] = true;
               return s;
             }(),
+            sample({f32({2, 10, 7, 3})},
+                   channels_last_attrs(pool_attrs({3, 2}, {2, 1}, {1, 2, 0, 1}))),
             // Asymmetric padding, odd sizes, both counts.
             sample({f32({2, 3, 10, 7})}, pool_attrs({3, 2}, {2, 1}, {1, 2, 0, 1})),
             [] {

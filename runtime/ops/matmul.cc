@@ -484,32 +484,29 @@ const ir::OpRegistration kBatchMatmul =
 
 // The primitive matmul_kernel runs for float32 inputs in the default (non-deterministic) mode.
 // Deterministic runs use one-thread primitives per fixed row block, made at their first run.
-bool prepare_matmul(std::string_view op, std::span<const TensorType> in, const Attrs& attrs,
-                    int threads, bool deterministic) {
-  if (in[0].dtype != DType::kFloat32 || deterministic) return false;
-  Attrs filled = attrs;
+dnnl_rt::Prepared prepare_matmul(std::string_view op, const dnnl_rt::PrepareRequest& request) {
+  std::span<const TensorType> in = request.inputs;
+  if (in[0].dtype != DType::kFloat32 || request.deterministic) return {};
+  Attrs filled = request.attrs;
   const std::vector<TensorType> out = ir::get_op(op).infer_types(in, filled);
   const GemmShape s = check_gemm(op, in[0], in[1], filled);
-  if (s.k == 0) return false;
-  return dnnl_matmul_whole(in[0].shape, in[1].shape, out[0].shape, s.transpose_a, s.transpose_b,
-                           threads) != nullptr;
+  if (s.k == 0) return {};
+  return {dnnl_matmul_whole(in[0].shape, in[1].shape, out[0].shape, s.transpose_a, s.transpose_b,
+                            request.threads) != nullptr,
+          nullptr};
 }
 
-const dnnl_rt::PreparerRegistration kPrepareMatmul("matmul", [](std::span<const TensorType> in,
-                                                                const Attrs& attrs, int threads,
-                                                                bool deterministic) {
-  return prepare_matmul("matmul", in, attrs, threads, deterministic);
+const dnnl_rt::PreparerRegistration kPrepareMatmul("matmul", [](const dnnl_rt::PrepareRequest& r) {
+  return prepare_matmul("matmul", r);
 });
-const dnnl_rt::PreparerRegistration kPrepareMatmulBias(
-    "matmul_bias",
-    [](std::span<const TensorType> in, const Attrs& attrs, int threads, bool deterministic) {
-      return prepare_matmul("matmul_bias", in, attrs, threads, deterministic);
-    });
-const dnnl_rt::PreparerRegistration kPrepareBatchMatmul(
-    "batch_matmul",
-    [](std::span<const TensorType> in, const Attrs& attrs, int threads, bool deterministic) {
-      return prepare_matmul("batch_matmul", in, attrs, threads, deterministic);
-    });
+const dnnl_rt::PreparerRegistration kPrepareMatmulBias("matmul_bias",
+                                                       [](const dnnl_rt::PrepareRequest& r) {
+                                                         return prepare_matmul("matmul_bias", r);
+                                                       });
+const dnnl_rt::PreparerRegistration kPrepareBatchMatmul("batch_matmul",
+                                                        [](const dnnl_rt::PrepareRequest& r) {
+                                                          return prepare_matmul("batch_matmul", r);
+                                                        });
 
 // bias_add(x, bias) {axis}: x + bias along one axis of x (the feature axis, last by default; 1 for
 // NCHW activations).

@@ -62,7 +62,7 @@ std::vector<HostTensor> random_inputs(const std::vector<ir::TensorType>& types, 
 }
 
 HostTensor run(std::string_view name, std::vector<HostTensor>& inputs, ir::Attrs attrs, int threads,
-               bool deterministic) {
+               bool deterministic, const void* prepared = nullptr) {
   const ir::OpDef& op = ir::get_op(name);
   std::vector<ir::TensorType> types;
   for (const HostTensor& t : inputs) types.push_back(t.type);
@@ -71,7 +71,7 @@ HostTensor run(std::string_view name, std::vector<HostTensor>& inputs, ir::Attrs
   std::vector<ir::TensorView> in_views, out_views{out.view()};
   for (HostTensor& t : inputs) in_views.push_back(t.view());
   ScopedIntraOpThreads scope(threads);
-  op.kernel(ir::KernelContext{in_views, out_views, attrs, op.name, deterministic});
+  op.kernel(ir::KernelContext{in_views, out_views, attrs, op.name, deterministic, prepared});
   return out;
 }
 
@@ -112,7 +112,7 @@ TEST(DnnlKernels, ASecondRunOfTheSameShapeCreatesNothing) {
     // prepare() creates what the kernel will use: after it, the first run creates nothing.
     ir::Attrs attrs = c.attrs;
     ir::get_op(c.op).infer_types(c.inputs, attrs);
-    ASSERT_TRUE(prepare(c.op, c.inputs, attrs, 1, false));
+    ASSERT_TRUE(prepare(c.op, {c.inputs, {}, attrs, 1, false}).created);
     const int64_t before = primitive_cache().stats().creations;
     std::vector<HostTensor> in = random_inputs(c.inputs, 2);
     run(c.op, in, c.attrs, 1, false);
@@ -121,7 +121,47 @@ TEST(DnnlKernels, ASecondRunOfTheSameShapeCreatesNothing) {
   // float64 has no oneDNN path: prepare says so.
   const std::vector<ir::TensorType> f64 = {{ir::DType::kFloat64, {2, 3}},
                                            {ir::DType::kFloat64, {3, 4}}};
-  EXPECT_FALSE(prepare("matmul", f64, {{"transpose_a", false}, {"transpose_b", false}}, 1));
+  const ir::Attrs matmul_attrs = {{"transpose_a", false}, {"transpose_b", false}};
+  EXPECT_FALSE(prepare("matmul", {f64, {}, matmul_attrs, 1, false}).created);
+}
+
+// Constant weights are reordered once when the kernel is prepared; a run handed that state gives
+// the bits of a run that reorders them itself, in NCHW and NHWC, for the threads it was prepared
+// for and (falling back to the cache's primitive) for others.
+TEST(DnnlKernels, PreparedConstantWeightsGiveTheSameBits) {
+  struct Case {
+    std::vector<ir::TensorType> inputs;
+    ir::Attrs attrs;
+  };
+  ir::Attrs nhwc = conv({1, 1}, {1, 1}, 1);
+  nhwc["data_format"] = std::string("NHWC");
+  const std::vector<Case> cases = {
+      {{{ir::DType::kFloat32, {1, 16, 20, 20}}, {ir::DType::kFloat32, {32, 16, 3, 3}}},
+       conv({1, 1}, {1, 1}, 1)},
+      {{{ir::DType::kFloat32, {1, 20, 20, 16}}, {ir::DType::kFloat32, {32, 16, 3, 3}}}, nhwc},
+      {{{ir::DType::kFloat32, {1, 32, 16, 16}}, {ir::DType::kFloat32, {32, 1, 3, 3}}},
+       conv({2, 2}, {1, 1}, 32)},
+  };
+  for (const Case& c : cases) {
+    ir::Attrs attrs = c.attrs;
+    ir::get_op("conv2d").infer_types(c.inputs, attrs);
+    std::vector<HostTensor> in = random_inputs(c.inputs, 3);
+    const void* constants[] = {nullptr, in[1].view().data};
+    for (int threads : {1, 2}) {
+      const Prepared prepared = prepare("conv2d", {c.inputs, constants, attrs, threads, false});
+      ASSERT_TRUE(prepared.created);
+      ASSERT_NE(prepared.state, nullptr) << "blocked weights are prepared once";
+      for (int run_threads : {1, 2}) {
+        const HostTensor plain = run("conv2d", in, attrs, run_threads, false);
+        const HostTensor with_state =
+            run("conv2d", in, attrs, run_threads, false, prepared.state.get());
+        EXPECT_TRUE(plain.same_bytes(with_state))
+            << "prepared for " << threads << " threads, run with " << run_threads;
+      }
+    }
+    // Weights bound at run time (no constant): nothing to keep.
+    EXPECT_EQ(prepare("conv2d", {c.inputs, {}, attrs, 1, false}).state, nullptr);
+  }
 }
 
 struct DeterminismCase {

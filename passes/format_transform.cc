@@ -1,0 +1,141 @@
+// format-transform (jit_level O1 and up; off with disable_format_transform=true): float32
+// convolutions and pools run on activations in channels-last order (data_format "NHWC"), and the
+// transposes that puts around each of them move down through elementwise ops and concats until
+// they meet the next convolution's, where transpose-of-transpose (algebraic-simplification, same
+// group) cancels the pair. A chain of convolutions, pools, activations, residual adds and concats
+// thus passes its activations in oneDNN's channels-last layout, with one reorder at each edge of
+// the chain instead of two per convolution. Exact: an NCHW and an NHWC convolution run the same
+// oneDNN primitive (runtime/ops/conv.cc), and elementwise ops commute with transposes.
+//
+// Promise: only adds transposes around conv2d / max_pool2d / avg_pool2d in float32, and rewrites
+// op(transpose(x)) as transpose(op(x)) for elementwise ops and concat; every replaced node keeps
+// its output type; replaced nodes are left for dead-code-elimination.
+
+#include <optional>
+#include <vector>
+
+#include "ir/op_def.h"
+#include "passes/pass.h"
+#include "passes/passes.h"
+
+namespace mf::passes {
+namespace {
+
+using ir::Graph;
+using ir::Node;
+using ir::Value;
+
+const std::vector<int64_t> kToChannelsLast = {0, 2, 3, 1};   // NCHW -> NHWC
+const std::vector<int64_t> kToChannelsFirst = {0, 3, 1, 2};  // NHWC -> NCHW
+
+bool is_layout_op(const Node& n) {
+  return n.op() == "conv2d" || n.op() == "max_pool2d" || n.op() == "avg_pool2d";
+}
+
+// The NHWC value `v` is the transpose of, when v = transpose(x, [0, 3, 1, 2]).
+std::optional<Value> channels_last_source(const Value& v) {
+  const Node* p = v.node();
+  if (p == nullptr || p->op() != "transpose" || v.index() != 0) return std::nullopt;
+  if (ir::attr_ints(p->attrs(), "perm", "transpose") != kToChannelsFirst) return std::nullopt;
+  return p->input(0);
+}
+
+Value transposed(Graph& g, Node* before, Value v, const std::vector<int64_t>& perm) {
+  return g.insert_node(before, "transpose", {v}, {{"perm", perm}}, before->info())->output();
+}
+
+// conv2d / pool in NCHW -> transpose(op_nhwc(transpose(x))).
+bool to_channels_last(Graph& g, Node& n) {
+  if (!is_layout_op(n) || n.output_type().dtype != ir::DType::kFloat32) return false;
+  if (ir::attr_string(n.attrs(), "data_format", n.op()) != "NCHW") return false;
+  std::vector<Value> inputs(n.inputs().begin(), n.inputs().end());
+  inputs[0] = transposed(g, &n, inputs[0], kToChannelsLast);
+  ir::Attrs attrs = n.attrs();
+  attrs["data_format"] = std::string("NHWC");
+  Node* nhwc = g.insert_node(&n, n.op(), std::move(inputs), std::move(attrs), n.info());
+  g.replace_all_uses(n.output(), transposed(g, &n, nhwc->output(), kToChannelsFirst));
+  return true;
+}
+
+// The operand of the channels-last form of an elementwise op whose NCHW operand is `v`: the
+// transpose's source, a scalar as it is, or a per-channel (or smaller) broadcast operand
+// reshaped to rank 4 and transposed (tiny; folded when constant). Empty when v is a full
+// activation of its own (moving the transpose past the op would only add one).
+std::optional<Value> channels_last_operand(Graph& g, Node& at, const Value& v) {
+  if (std::optional<Value> source = channels_last_source(v)) return source;
+  const ir::Shape& s = v.type().shape;
+  if (s.empty()) return v;
+  if (s.size() > 4) return std::nullopt;
+  ir::Shape rank4(4 - s.size(), 1);
+  rank4.insert(rank4.end(), s.begin(), s.end());
+  if (rank4[2] != 1 || rank4[3] != 1) return std::nullopt;
+  Value r = v;
+  if (s.size() != 4) {
+    r = g.insert_node(&at, "reshape", {v}, {{"shape", rank4}}, at.info())->output();
+  }
+  return transposed(g, &at, r, kToChannelsLast);
+}
+
+// op(transpose(x), ...) -> transpose(op(x, ...)) for a rank-4 elementwise op.
+bool sink_through_elementwise(Graph& g, Node& n) {
+  if (!n.def()->has(ir::Trait::kElementwise) || n.num_outputs() != 1) return false;
+  if (n.output_type().shape.size() != 4) return false;
+  bool any = false;
+  for (const Value& v : n.inputs()) any = any || channels_last_source(v).has_value();
+  if (!any) return false;
+  for (const Value& v : n.inputs()) {
+    if (channels_last_source(v)) continue;
+    const ir::Shape& s = v.type().shape;
+    ir::Shape rank4(s.size() <= 4 ? 4 - s.size() : 0, 1);
+    rank4.insert(rank4.end(), s.begin(), s.end());
+    if (s.size() > 4 || (!s.empty() && (rank4[2] != 1 || rank4[3] != 1))) return false;
+  }
+  std::vector<Value> inputs;
+  for (const Value& v : n.inputs()) inputs.push_back(*channels_last_operand(g, n, v));
+  Node* nhwc = g.insert_node(&n, n.op(), std::move(inputs), n.attrs(), n.info());
+  g.replace_all_uses(n.output(), transposed(g, &n, nhwc->output(), kToChannelsFirst));
+  return true;
+}
+
+// concat(transpose(a), transpose(b), ...) along an NCHW axis -> transpose(concat(a, b, ...)).
+bool sink_through_concat(Graph& g, Node& n) {
+  if (n.op() != "concat" || n.output_type().shape.size() != 4) return false;
+  std::vector<Value> inputs;
+  for (const Value& v : n.inputs()) {
+    std::optional<Value> source = channels_last_source(v);
+    if (!source) return false;
+    inputs.push_back(*source);
+  }
+  int64_t axis = ir::attr_int(n.attrs(), "axis", "concat");
+  if (axis < 0) axis += 4;
+  constexpr int64_t kNhwcAxisOf[] = {0, 3, 1, 2};  // NCHW axis -> its NHWC position
+  Node* nhwc =
+      g.insert_node(&n, "concat", std::move(inputs), {{"axis", kNhwcAxisOf[axis]}}, n.info());
+  g.replace_all_uses(n.output(), transposed(g, &n, nhwc->output(), kToChannelsFirst));
+  return true;
+}
+
+class FormatTransform final : public Pass {
+ public:
+  std::string_view name() const override { return "format-transform"; }
+
+  bool run(Graph& graph) override {
+    bool changed = false;
+    for_each_graph(graph, [&](Graph& g) {
+      for (Node* node : g.topological_order()) {
+        if (!node->has_uses() || node->def() == nullptr) continue;
+        changed = to_channels_last(g, *node) || sink_through_elementwise(g, *node) ||
+                  sink_through_concat(g, *node) || changed;
+      }
+    });
+    return changed;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Pass> make_format_transform() {
+  return std::make_unique<FormatTransform>();
+}
+
+}  // namespace mf::passes

@@ -9,6 +9,10 @@ packages=(
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libxbyak-dev libdnnl-dev
   libonnx-testdata
+  # Fuzzing (tools/fuzz.sh, -DMODEFLOW_FUZZ=ON): Clang 16 with libFuzzer and the sanitizer runtimes.
+  # Clang 14, Debian's default, cannot compile this C++20 (structured bindings captured by lambdas,
+  # libstdc++ 12's ranges).
+  clang-16 libclang-rt-16-dev
 )
 
 missing=()

@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include <google/protobuf/stubs/logging.h>
+
 #include "base/error.h"
 #include "base/logging.h"
 #include "ir/graph.h"
@@ -22,9 +24,11 @@
 
 namespace mf::fuzz {
 
-// Warnings (a cache entry ignored, a key deprecated) would flood the fuzzer's output.
+// Warnings (a cache entry ignored, a key deprecated) would flood the fuzzer's output, and so
+// would protobuf's complaints about damaged strings (the readers refuse such input anyway).
 inline void quiet_logs() {
   log::set_level(spdlog::level::off);
+  google::protobuf::SetLogHandler(nullptr);
 }
 
 // The input as text, for readers of text.

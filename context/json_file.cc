@@ -63,6 +63,16 @@ nlohmann::json read_json_document(const std::filesystem::path& file, std::string
     }
     MF_FAIL(InvalidArgument, what, " '", file.string(), "' is not valid JSON at line ", line,
             ", column ", column, ": ", reason);
+  } catch (const nlohmann::json::exception& e) {
+    // Valid syntax the parser still refuses: a number beyond a double ("1e999", out_of_range 406;
+    // found by context_json_fuzz). No position is given; the reason names the number.
+    std::string reason = e.what();
+    if (const auto bracket = reason.find("] "); bracket != std::string::npos) {
+      reason = reason.substr(bracket + 2);
+    }
+    MF_FAIL(InvalidArgument, what, " '", file.string(),
+            "' cannot be read: ", cut_for_message(reason, 120),
+            "; write numbers that fit a double");
   }
 }
 

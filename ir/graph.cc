@@ -388,14 +388,14 @@ Graph* Graph::add_subgraph(std::string name) {
   MF_CHECK(find_subgraph(name) == nullptr, InvalidArgument, "graph @", name_,
            " already has a subgraph named @", name);
   subgraphs_.push_back(std::make_unique<Graph>(std::move(name), this));
-  return subgraphs_.back().get();
+  Graph* added = subgraphs_.back().get();
+  subgraph_index_.emplace(added->name(), added);
+  return added;
 }
 
 Graph* Graph::find_subgraph(std::string_view name) const {
-  for (const auto& g : subgraphs_) {
-    if (g->name() == name) return g.get();
-  }
-  return nullptr;
+  const auto it = subgraph_index_.find(name);
+  return it == subgraph_index_.end() ? nullptr : it->second;
 }
 
 Graph* Graph::resolve_subgraph(std::string_view name) const {
@@ -422,7 +422,18 @@ void Graph::erase_subgraph(const Graph* subgraph) {
   auto it = std::find_if(subgraphs_.begin(), subgraphs_.end(),
                          [&](const std::unique_ptr<Graph>& g) { return g.get() == subgraph; });
   MF_CHECK(it != subgraphs_.end(), Internal, "graph @", name_, " has no such subgraph to erase");
+  subgraph_index_.erase((*it)->name());
   subgraphs_.erase(it);
+}
+
+size_t Graph::erase_subgraphs_if(const std::function<bool(const Graph&)>& dead) {
+  const size_t before = subgraphs_.size();
+  std::erase_if(subgraphs_, [&](const std::unique_ptr<Graph>& g) {
+    if (!dead(*g)) return false;
+    subgraph_index_.erase(g->name());
+    return true;
+  });
+  return before - subgraphs_.size();
 }
 
 }  // namespace mf::ir

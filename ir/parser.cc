@@ -797,7 +797,9 @@ class Parser {
   }
 
   void parse_block(Graph& graph) {
-    values_.clear();
+    // A fresh map, not clear(): clear() keeps (and zeroes) the bucket array of the largest block
+    // so far, so many small blocks after a large one cost O(blocks x largest block).
+    values_ = {};
     parse_parameters(graph);
     expect(Tok::kLBrace, "'{' to start the graph body");
     for (;;) {

@@ -38,16 +38,21 @@ int64_t num_elements(const Shape& shape) {
 
 std::optional<int64_t> try_num_elements(const Shape& shape) {
   if (static_cast<int64_t>(shape.size()) > kMaxRank) return std::nullopt;
+  // Zero dimensions count as 1 in the bound: a tensor with no elements but axes of 2^40 and 2^30
+  // would still overflow its strides (contiguous_strides, every kernel's index math). Every axis is
+  // checked, also after a zero.
   int64_t n = 1;
-  bool too_big = false;
+  bool empty = false;
   for (int64_t d : shape) {
     if (d < 0) return std::nullopt;
-    if (d == 0) return 0;
-    if (!too_big && (d > kMaxTensorElements || n > kMaxTensorElements / d)) too_big = true;
-    if (!too_big) n *= d;
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (d > kMaxTensorElements || n > kMaxTensorElements / d) return std::nullopt;
+    n *= d;
   }
-  if (too_big) return std::nullopt;
-  return n;
+  return empty ? 0 : n;
 }
 
 int64_t checked_num_elements(const Shape& shape, std::string_view what) {
@@ -60,7 +65,8 @@ int64_t checked_num_elements(const Shape& shape, std::string_view what) {
              " has a negative dimension ", shape[i], " at axis ", i);
   }
   MF_FAIL(InvalidArgument, what, ": shape ", shape_to_string(shape), " has more than 2^40 (",
-          kMaxTensorElements, ") elements, the largest tensor supported");
+          kMaxTensorElements,
+          ") elements, the largest tensor supported (zero dimensions count as 1 in this bound)");
 }
 
 int64_t checked_byte_size(const Shape& shape, size_t element_size, std::string_view what) {

@@ -28,7 +28,8 @@ std::optional<int64_t> checked_add(int64_t a, int64_t b);
 // or the product overflows int64 (it never wraps).
 int64_t num_elements(const Shape& shape);
 // The element count, or nullopt when a dimension is negative, the rank exceeds kMaxRank or the
-// count exceeds kMaxTensorElements.
+// count exceeds kMaxTensorElements, zero dimensions counted as 1 (so that the strides of an empty
+// tensor fit as well).
 std::optional<int64_t> try_num_elements(const Shape& shape);
 // The element count; InvalidArgument "<what>: shape (...) ..." saying which rule is broken when
 // try_num_elements would give nullopt.

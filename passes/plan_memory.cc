@@ -95,7 +95,7 @@ class Planner {
   }
 
   void add_slots(Plan& plan, const ir::Graph& graph) {
-    slot_of_.clear();
+    slot_of_ = {};  // not clear(): that zeroes the largest graph's buckets again for every subgraph
     for (size_t p = 0; p < graph.num_parameters(); ++p) {
       ir::Parameter* param = graph.parameter(p);
       const int id = new_slot(plan, param->type(), SlotKind::kParameter, p);

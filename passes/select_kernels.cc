@@ -24,13 +24,17 @@ class SelectKernels final : public Pass {
 
  private:
   static void check(const ir::Graph& graph, const ir::Node& node) {
-    const std::string where = ir::describe_node(graph, node) +
-                              (node.scope().empty() ? "" : " (scope " + node.scope() + ")") +
-                              (graph.parent() ? " in subgraph @" + graph.name() : "");
-    MF_CHECK(node.def() != nullptr, NotFound, where, ": op '", node.op(),
+    // Described only on failure: describe_node numbers the whole graph, so describing every node
+    // made this pass quadratic (a chain of 20,000 nodes spent seconds here).
+    auto where = [&] {
+      return ir::describe_node(graph, node) +
+             (node.scope().empty() ? "" : " (scope " + node.scope() + ")") +
+             (graph.parent() ? " in subgraph @" + graph.name() : "");
+    };
+    MF_CHECK(node.def() != nullptr, NotFound, where(), ": op '", node.op(),
              "' is not registered, so no kernel can run it");
     MF_CHECK(node.def()->has(ir::Trait::kControlFlow) || static_cast<bool>(node.def()->kernel),
-             Unsupported, where, ": op '", node.op(),
+             Unsupported, where(), ": op '", node.op(),
              "' has no CPU kernel in this build; expand it into ops that have one or remove it");
   }
 };

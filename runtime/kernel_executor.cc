@@ -14,6 +14,7 @@
 #include "runtime/parallel.h"
 #include "runtime/prepared_kernels.h"
 #include "runtime/storage.h"
+#include "runtime/tsan_sync.h"
 
 namespace mf::runtime {
 namespace detail {
@@ -178,8 +179,16 @@ class PlanRun {
     tbb::task_arena arena(parallelism);
     arena.execute([&] {
       tbb::task_group group;
+      // ThreadSanitizer builds: a step starts after its launcher's writes, and every step ends
+      // before wait() returns (runtime/tsan_sync.h); the steps' own ordering is the atomics'.
       std::function<void(int)> launch = [&](int s) {
+        tsan_release(&plan_.steps[s]);
         group.run([&, s] {
+          tsan_acquire(&plan_.steps[s]);
+          struct Finished {
+            const tbb::task_group* group;
+            ~Finished() { tsan_release(group); }
+          } finished{&group};
           if (failed.load()) return;
           const Step& step = plan_.steps[s];
           try {
@@ -209,6 +218,7 @@ class PlanRun {
       }
       for (int s : roots) launch(s);
       group.wait();
+      tsan_acquire(&group);
     });
     if (error) std::rethrow_exception(error);
   }

@@ -1,4 +1,5 @@
 #include "runtime/parallel.h"
+#include "runtime/tsan_sync.h"
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
@@ -87,10 +88,15 @@ void parallel_for(int64_t n, int64_t grain,
   const int64_t chunks = (n + grain - 1) / grain;
   // A kernel nested inside another kernel's chunk runs inside the arena already; TBB handles
   // nesting.
+  // ThreadSanitizer builds: the caller's writes happen before each chunk, and every chunk before
+  // parallel_for returns (runtime/tsan_sync.h).
+  const char submitted = 0, finished = 0;
+  tsan_release(&submitted);
   arena_cache().get(threads).execute([&] {
     tbb::parallel_for(
         tbb::blocked_range<int64_t>(0, chunks, 1),
         [&](const tbb::blocked_range<int64_t>& range) {
+          tsan_acquire(&submitted);
           // TBB workers do not inherit the caller's thread-local count; a kernel nested in this
           // chunk must see the same count, not the core default.
           ScopedIntraOpThreads inherit(threads);
@@ -98,9 +104,11 @@ void parallel_for(int64_t n, int64_t grain,
             const int64_t begin = chunk * grain;
             fn(begin, std::min(n, begin + grain));
           }
+          tsan_release(&finished);
         },
         tbb::simple_partitioner());
   });
+  tsan_acquire(&finished);
 }
 
 }  // namespace mf::runtime

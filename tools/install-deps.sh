@@ -10,6 +10,10 @@ packages=(
   libcli11-dev nlohmann-json3-dev libxbyak-dev libdnnl-dev
   libonnx-testdata
   pybind11-dev python3-dev python3-numpy python3-pytest
+  # Fuzzing (tools/fuzz.sh, -DMODEFLOW_FUZZ=ON): Clang 16 with libFuzzer and the sanitizer runtimes.
+  # Clang 14, Debian's default, cannot compile this C++20 (structured bindings captured by lambdas,
+  # libstdc++ 12's ranges).
+  clang-16 libclang-rt-16-dev
 )
 
 missing=()

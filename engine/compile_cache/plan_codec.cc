@@ -108,6 +108,10 @@ class PlanReader {
       MF_CHECK(s.node_position() < nodes.size(), DataLoss, "step ", i, " names node ",
                s.node_position(), " of ", nodes.size());
       step.node = nodes[s.node_position()];
+      // graph_from_proto keeps unregistered ops (the verifier names them); a step must run one
+      // this build has, before anything looks at its definition (found by cache_entry_fuzz).
+      MF_CHECK(step.node->def() != nullptr, DataLoss, "step ", i, " runs op '",
+               cut_for_message(step.node->op(), 80), "', which this build does not register");
       step.inputs.assign(s.inputs().begin(), s.inputs().end());
       step.outputs.assign(s.outputs().begin(), s.outputs().end());
       step.release_after.assign(s.release_after().begin(), s.release_after().end());

@@ -135,6 +135,10 @@ std::string format_tensor(const ir::TensorView& tensor) {
                     ", dtype=" + std::string(ir::dtype_name(tensor.type.dtype)) + ", value=";
   if (shape.empty()) {
     out += format_value(tensor, 0);
+  } else if (tensor.size() == 0) {
+    // An empty tensor prints as [], as numpy prints it: walking its axes would print a bracket per
+    // row, 2^40 of them for shape (2^20, 2^20, 0) (a hang found by print_file_fuzz).
+    out += "[]";
   } else {
     out += '\n';
     format_axes(tensor, ir::contiguous_strides(shape), tensor.size() > kSummarizeAbove, out);

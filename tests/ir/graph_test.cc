@@ -183,6 +183,23 @@ TEST_F(GraphTest, ConstantsAndSubgraphs) {
   EXPECT_THROW(g.add_subgraph("a/b"), Error);
 }
 
+// Lookup by name is indexed: erasing a subgraph (one or many) removes it from the index, and the
+// name can be used again.
+TEST_F(GraphTest, SubgraphLookupFollowsErasure) {
+  Graph g;
+  Graph* a = g.add_subgraph("a");
+  Graph* b = g.add_subgraph("b");
+  g.add_subgraph("c");
+  g.erase_subgraph(a);
+  EXPECT_EQ(g.find_subgraph("a"), nullptr);
+  EXPECT_EQ(g.find_subgraph("b"), b);
+  EXPECT_EQ(g.erase_subgraphs_if([](const Graph& sub) { return sub.name() != "b"; }), 1u);
+  EXPECT_EQ(g.find_subgraph("c"), nullptr);
+  EXPECT_EQ(g.subgraphs(), (std::vector<Graph*>{b}));
+  Graph* again = g.add_subgraph("a");
+  EXPECT_EQ(g.find_subgraph("a"), again);
+}
+
 TEST_F(GraphTest, ReinferAfterAttributeChange) {
   Graph g;
   Parameter* x = g.add_parameter("x", f32({2, 3}));

@@ -70,6 +70,37 @@ subgraph @f(%para1_x: f32(2)) {
   EXPECT_FALSE(make_inline_calls()->run(*graph));
 }
 
+// Inlining is top-down: a chain of nested calls (main -> level0 -> level1 -> ...) lands in main
+// once, and the callees are not flattened on their own. Flattening each callee first copied every
+// suffix of the chain (n^2 / 2 nodes for n calls); here the nodes created are exactly the n in
+// main.
+TEST(InlineCallsTest, NestedCallChainCopiesEachBodyOnce) {
+  constexpr int kDepth = 64;
+  std::string text = R"(
+subgraph @main(%para1_x: f32(2)) {
+  %0 = call(%para1_x) {graph: "level0"} : (f32(2)) -> (f32(2))
+  Return(%0)
+}
+)";
+  for (int i = 0; i < kDepth; ++i) {
+    text += "\nsubgraph @level" + std::to_string(i) + "(%para1_x: f32(2)) {\n" +
+            "  %0 = neg(%para1_x) : (f32(2)) -> (f32(2))\n";
+    if (i + 1 < kDepth) {
+      text += "  %1 = call(%0) {graph: \"level" + std::to_string(i + 1) +
+              "\"} : (f32(2)) -> (f32(2))\n  Return(%1)\n}\n";
+    } else {
+      text += "  Return(%0)\n}\n";
+    }
+  }
+  auto graph = testing::parse(text);
+  ASSERT_TRUE(make_inline_calls()->run(*graph));
+  ir::verify(*graph);
+  EXPECT_EQ(graph->num_nodes(), size_t{kDepth});  // one neg per level, no call left
+  for (const ir::Graph* sub : graph->subgraphs()) {
+    EXPECT_LE(sub->num_nodes(), 2u) << "@" << sub->name() << " was flattened on its own";
+  }
+}
+
 TEST(InlineCallsTest, NoCallsNoChange) {
   const char* text = R"(
 subgraph @main(%para1_x: f32(2)) {

@@ -22,10 +22,25 @@ std::string quoted(std::string_view key, const Json& value) {
 }
 
 // " (default)" when the key still holds its default, so a reason tells set values from defaults.
+// " (set by runtime.set_memory)" when a MindSpore 2.5+ function or an environment variable set it.
 std::string origin(const Snapshot& snapshot, std::string_view key) {
   const KeySpec* spec = find_key(context_keys(), key);
+  const std::string by = snapshot.origin(key);
+  if (!by.empty() && by != kSetContextApi) return " (set by " + by + ")";
   return spec != nullptr && snapshot.values().at(spec->name) == spec->default_value ? " (default)"
                                                                                     : "";
+}
+
+std::vector<Explanation> origins_of(const Snapshot& snapshot) {
+  std::vector<Explanation> out;
+  for (const auto& spec : context_keys()) {
+    const std::string by = snapshot.origin(spec.name);
+    if (by.empty() || by == kSetContextApi) continue;
+    const Json& value = snapshot.values()[spec.name];
+    out.push_back({spec.name, value.is_string() ? value.get<std::string>() : value.dump(),
+                   "set by " + by + (by.starts_with("MS_") ? " (environment variable)" : "()")});
+  }
+  return out;
 }
 
 std::string with_rank(const std::string& base, int rank) {
@@ -376,6 +391,7 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
       plain(snapshot, "print_file_path", print_path,
             print_path.empty() ? "Print writes to the screen" : "Print writes to this file");
   policy.ineffective_keys = ineffective(snapshot);
+  policy.origins = origins_of(snapshot);
   note_compiled_scope(options.jit_region, policy);
   return policy;
 }
@@ -420,6 +436,7 @@ std::vector<Explanation> explain(const Policy& p) {
       {"parallel.device_num", n(p.device_num.value), p.device_num.reason},
       {"parallel.global_rank", n(p.global_rank.value), p.global_rank.reason},
   };
+  for (const auto& key : p.origins) out.push_back({"set_by." + key.name, key.value, key.reason});
   for (const auto& key : p.ineffective_keys) {
     out.push_back({"ignored." + key.name, key.value, key.reason});
   }

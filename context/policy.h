@@ -93,6 +93,9 @@ struct Policy {
   // Keys set away from their defaults that do nothing here (GPU/Ascend-only, deprecated, no
   // autodiff, distributed and ps keys), each with the reason from the key table.
   std::vector<Explanation> ineffective_keys;
+  // Keys set through something other than set_context (a MindSpore 2.5+ function such as
+  // runtime.set_memory, or an environment variable such as MS_DEV_SAVE_GRAPHS), naming it.
+  std::vector<Explanation> origins;
 };
 
 // Inputs of derive_policy besides the snapshot.

@@ -86,6 +86,26 @@ void apply_key(std::string_view api, const std::vector<KeySpec>& table, Json& ta
   note_effects(*spec, api, warnings);
 }
 
+void set_context_key(State& state, std::string_view api, std::string_view key, const Json& value,
+                     std::vector<PendingWarning>& warnings) {
+  const std::string top(key.substr(0, key.find('.')));
+  if (state.pinned.contains(top) && api != state.pinned[top]["by"].get<std::string>()) {
+    // Still checked, so a bad value is an error whatever the environment says.
+    Json scratch = state.values;
+    apply_key(api, context_keys(), scratch, key, value, warnings);
+    const std::string variable = state.pinned[top]["by"];
+    warnings.push_back({"pinned:" + top + ":" + std::string(api),
+                        "'" + top + "' is set by the environment variable " + variable +
+                            ", which wins over " + std::string(api) + " (as in MindSpore); unset " +
+                            variable + " to set it here"});
+    return;
+  }
+  apply_key(api, context_keys(), state.values, key, value, warnings);
+  const KeySpec* spec = find_key(context_keys(), top);
+  state.origins[spec != nullptr && !spec->alias_of.empty() ? spec->alias_of : top] =
+      std::string(api);
+}
+
 Json lookup_key(std::string_view api, const std::vector<KeySpec>& table, const Json& values,
                 std::string_view key) {
   const std::size_t dot = key.find('.');

@@ -31,7 +31,8 @@ Json key_json(const KeySpec& spec, const std::string& prefix, const Json& curren
               {"devices", context::device_names(spec.devices)},
               {"effective_on_cpu", spec.effective_on_cpu},
               {"compile_relevant", spec.compile_relevant},
-              {"doc", spec.doc}};
+              {"doc", spec.doc},
+              {"on_cpu", spec.on_cpu}};
   if (!spec.deprecated.empty()) out["deprecated"] = spec.deprecated;
   if (!spec.alias_of.empty()) out["alias_of"] = spec.alias_of;
   if (!spec.sub_keys.empty()) {

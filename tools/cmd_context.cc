@@ -87,6 +87,9 @@ void print_table(const Json& keys) {
           {name, key["type"], cell(key["default"]), cell(key["current"]), devices, key["allowed"]});
       std::string doc = key["doc"];
       if (key.contains("deprecated")) doc += " [deprecated]";
+      if (key.contains("on_cpu") && !key["on_cpu"].get<std::string>().empty()) {
+        doc += "\n    here: " + key["on_cpu"].get<std::string>();
+      }
       docs.push_back(doc);
     };
     for (const auto& key : keys) {

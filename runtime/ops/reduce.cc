@@ -125,11 +125,15 @@ void reduce_columns_split(const T* x, T* y, int64_t outer, int64_t count, int64_
       const int64_t o = item / chunks;
       const int64_t first = chunk * per;
       const int64_t last = std::min(count, first + per);
-      Eigen::Map<Array> acc(partial.data() + (chunk * outer + o) * inner, inner);
-      const T* base = x + o * count * inner;
       if (first >= last) continue;  // more chunks than rows: never combined
+      // Accumulated in a buffer of this task's own: chunks side by side in `partial` would share
+      // cache lines while every row is added.
+      std::vector<T> local(static_cast<size_t>(inner));
+      Eigen::Map<Array> acc(local.data(), inner);
+      const T* base = x + o * count * inner;
       acc = Eigen::Map<const Array>(base + first * inner, inner);
       accumulate_rows<R, T>(acc, base, first + 1, last, inner, inner);
+      std::copy(local.begin(), local.end(), partial.begin() + (chunk * outer + o) * inner);
     }
   });
   Eigen::Map<Array> out(y, outer * inner);

@@ -36,7 +36,7 @@ void apply_entry(State& state, std::string_view key, const Json& value,
       return;
     }
   }
-  detail::apply_key(kSetContextApi, context_keys(), state.values, key, value, warnings);
+  detail::set_context_key(state, kSetContextApi, key, value, warnings);
 }
 
 // Validates a whole change into `state`; re-reads env_config_path when the change names it.
@@ -88,6 +88,10 @@ const Json& Snapshot::ps() const {
 const Json& Snapshot::env_config() const {
   return state_->env_config;
 }
+std::string Snapshot::origin(std::string_view key) const {
+  const std::string name(key);
+  return state_->origins.contains(name) ? state_->origins[name].get<std::string>() : "";
+}
 std::uint64_t Snapshot::version() const {
   return state_->version;
 }
@@ -111,6 +115,11 @@ void reset() {
     const State defaults = detail::default_state();
     state.values = defaults.values;
     state.env_config = Json();
+    state.origins = Json::object();
+    for (const auto& [key, pin] : state.pinned.items()) {
+      state.values[key] = pin["value"];
+      state.origins[key] = pin["by"];
+    }
   });
 }
 

@@ -48,6 +48,9 @@ class Snapshot {
   const Json& ps() const;
   // The parsed env_config_path file (rdr, sys.mem_Reuse), or null when env_config_path is empty.
   const Json& env_config() const;
+  // The API or environment variable that set a set_context key last ("context.set_context",
+  // "runtime.set_memory", "MS_DEV_SAVE_GRAPHS"); empty while the key holds its default.
+  std::string origin(std::string_view key) const;
   // Increases with every successful change; equal versions mean equal contents.
   std::uint64_t version() const;
 

@@ -9,7 +9,7 @@ namespace mf::context {
 namespace {
 
 // Bump when the component list changes meaning, so old cache entries stop matching.
-constexpr std::string_view kFormat = "1";
+constexpr std::string_view kFormat = "2";
 
 std::uint64_t fnv1a(std::uint64_t hash, std::string_view bytes) {
   for (unsigned char c : bytes) {
@@ -43,12 +43,9 @@ Fingerprint fingerprint(const Snapshot& snapshot, const Policy& policy) {
   // Derived decisions: they fold in inputs that are not keys of their own (a network's JitConfig,
   // the env_config_path file's mem_Reuse) and the rules that combine keys.
   const auto flag = [](bool value) { return std::string(value ? "1" : "0"); };
-  parts.emplace_back("policy.mode", std::string(to_string(policy.mode.value)));
   parts.emplace_back("policy.jit_level", std::string(to_string(policy.jit_level.value)));
   parts.emplace_back("policy.infer_boost", flag(policy.infer_boost.value));
   parts.emplace_back("policy.format_transform", flag(policy.format_transform.value));
-  parts.emplace_back("policy.jit_syntax_level",
-                     std::string(to_string(policy.jit_syntax_level.value)));
   parts.emplace_back("policy.fusion_level", std::to_string(policy.fusion_level.value));
   parts.emplace_back("policy.fusion_flags", to_string(policy.fusion_flags));
   parts.emplace_back("policy.stitch_fusion", flag(policy.stitch_fusion.value));
@@ -56,9 +53,10 @@ Fingerprint fingerprint(const Snapshot& snapshot, const Policy& policy) {
   parts.emplace_back("policy.recompute_fusion", flag(policy.recompute_fusion.value));
   parts.emplace_back("policy.memory_optimize_level",
                      std::string(to_string(policy.memory_optimize_level.value)));
-  parts.emplace_back("policy.memory_reuse", flag(policy.memory_reuse.value));
-  parts.emplace_back("policy.deterministic", flag(policy.deterministic.value));
-  parts.emplace_back("policy.debug_level", std::string(to_string(policy.debug_level.value)));
+  // mem_Reuse=false changes only a planned arena (O1); O0 pools every tensor either way.
+  parts.emplace_back("policy.memory_reuse",
+                     flag(policy.memory_reuse.value ||
+                          policy.memory_optimize_level.value == MemoryOptimizeLevel::kO0));
   parts.emplace_back("policy.reserve_class_name_in_scope",
                      flag(policy.reserve_class_name_in_scope.value));
   std::uint64_t hash = 0xcbf29ce484222325ULL;

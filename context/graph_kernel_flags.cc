@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "base/error.h"
+#include "context/key_table.h"
 
 namespace mf::context {
 namespace {
@@ -93,8 +94,10 @@ GraphKernelFlags parse_graph_kernel_flags(std::string_view text) {
     for (const auto& flag : kFlags) {
       if (flag.name == name) spec = &flag;
     }
-    MF_CHECK(spec != nullptr, InvalidArgument, "graph_kernel_flags: unknown flag '--", name,
-             "'; known flags: ", known_flags());
+    if (spec == nullptr) {
+      flags.unknown.push_back(token);
+      continue;
+    }
     MF_CHECK(seen.insert(name).second, InvalidArgument, "graph_kernel_flags: '--", name,
              "' is given twice; give each flag once");
     if (const auto* field = std::get_if<BoolField>(&spec->field)) {
@@ -122,6 +125,21 @@ GraphKernelFlags parse_graph_kernel_flags(std::string_view text) {
     }
   }
   return flags;
+}
+
+std::vector<std::string> unknown_flag_warnings(const GraphKernelFlags& flags) {
+  std::vector<std::string> out;
+  for (const std::string& token : flags.unknown) {
+    const std::string_view name = std::string_view(token).substr(
+        2, token.find('=') == std::string::npos ? std::string_view::npos : token.find('=') - 2);
+    const FlagSpec* nearest = &kFlags[0];
+    for (const auto& flag : kFlags) {
+      if (edit_distance(name, flag.name) < edit_distance(name, nearest->name)) nearest = &flag;
+    }
+    out.push_back("graph_kernel_flags: unknown flag '" + token + "' is ignored; did you mean '--" +
+                  std::string(nearest->name) + "'? (known flags: " + known_flags() + ")");
+  }
+  return out;
 }
 
 std::string to_string(const GraphKernelFlags& flags) {

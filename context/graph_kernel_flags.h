@@ -1,7 +1,7 @@
 #pragma once
-// The graph_kernel_flags string ("--opt_level=2 --dump_as_text ...") parsed into typed fields. The
-// parser knows every flag; an unknown or malformed flag is an error naming it, never silently
-// ignored.
+// The graph_kernel_flags string ("--opt_level=2 --dump_as_text ...") parsed into typed fields. As
+// in MindSpore, an unknown flag is ignored with a warning naming the nearest known one; a malformed
+// value of a known flag is an error naming it.
 
 #include <optional>
 #include <string>
@@ -27,13 +27,19 @@ struct GraphKernelFlags {
   bool enable_parallel_fusion = false;               // --enable_parallel_fusion
   std::optional<int> reduce_fuse_depth;              // --reduce_fuse_depth=N (N >= 1)
   std::optional<int> composite_op_limit_size;        // --composite_op_limit_size=N (N >= 1)
+  std::vector<std::string> unknown;  // flags the parser does not know ("--opt_levle=2"), ignored
 
   bool operator==(const GraphKernelFlags&) const = default;
 };
 
 // Parses flags separated by whitespace. Boolean flags accept "--flag" and "--flag=true|false";
-// lists are comma-separated names. Throws InvalidArgument naming the offending flag.
+// lists are comma-separated names. Unknown flags go to `unknown`. Throws InvalidArgument naming
+// the offending flag for a token that is not a flag, a flag given twice, or a bad value.
 GraphKernelFlags parse_graph_kernel_flags(std::string_view text);
+
+// "graph_kernel_flags: unknown flag '--opt_levle' is ignored; did you mean '--opt_level'?", one per
+// unknown flag.
+std::vector<std::string> unknown_flag_warnings(const GraphKernelFlags& flags);
 
 // The canonical text of the flags (fixed order, only what was given): equal flags give equal text.
 std::string to_string(const GraphKernelFlags& flags);

@@ -37,6 +37,8 @@ enum Device : unsigned { kCpu = 1u, kGpu = 2u, kAscend = 4u, kAllDevices = 7u };
 struct KeySpec;
 // An extra check for a kOpaqueDict value; throws mf::Error naming `api` and the key.
 using ExtraCheck = void (*)(std::string_view api, const KeySpec& spec, const Json& value);
+// Warnings a valid value still deserves (an unknown graph_kernel_flags flag, which is ignored).
+using ValueWarnings = std::vector<std::string> (*)(const Json& value);
 
 // One key (or one sub-key of a dict key).
 struct KeySpec {
@@ -50,13 +52,21 @@ struct KeySpec {
   std::optional<std::int64_t> max;   // kInt
   double min_gb = 0;                 // kMemorySize: strictly above 0, at least this
   unsigned devices = kAllDevices;    // as documented by MindSpore
-  bool effective_on_cpu = true;  // has a real effect in this CPU engine (may differ from `devices`)
-  bool compile_relevant = false;  // part of the compile-cache fingerprint
-  std::string doc;                // one line
-  std::string deprecated;         // non-empty: the warning printed when the key is set
-  std::string alias_of;           // a deprecated key that writes another key instead
-  std::vector<KeySpec> sub_keys;  // kDict
-  ExtraCheck check = nullptr;     // kOpaqueDict, or any extra rule
+  // Has a real effect in this CPU engine (may differ from `devices`). When false, setting the key
+  // away from its default warns once, naming what it would do and why it does nothing here.
+  bool effective_on_cpu = true;
+  // Can change the compiled graph or its memory plan: part of the compile fingerprint (a test
+  // toggles every key and compiles, tests/context/key_walk_test.cc).
+  bool compile_relevant = false;
+  std::string doc;  // one line
+  // What the key does in this engine on CPU, or ("none: ...") why it does nothing here. README's
+  // key table and the no-effect warning quote it.
+  std::string on_cpu;
+  std::string deprecated;            // non-empty: the warning printed when the key is set
+  std::string alias_of;              // a deprecated key that writes another key instead
+  std::vector<KeySpec> sub_keys;     // kDict
+  ExtraCheck check = nullptr;        // kOpaqueDict, or any extra rule
+  ValueWarnings warnings = nullptr;  // printed once each when the value is set
 };
 
 // The keys of context::set (mindspore.set_context), in documentation order.
@@ -68,6 +78,12 @@ const std::vector<KeySpec>& ps_keys();
 
 // The spec named `name` in `table` (or among a dict's sub-keys), or nullptr.
 const KeySpec* find_key(const std::vector<KeySpec>& table, std::string_view name);
+
+// The warning for setting an inert key (effective_on_cpu false): what it would do and why not here.
+std::string no_effect_warning(const KeySpec& spec);
+
+// Levenshtein distance: the "did you mean" measure for keys and graph_kernel_flags flags.
+std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // Up to three names of `table` closest to `name` by edit distance, nearest first ("did you mean").
 std::vector<std::string> closest_keys(const std::vector<KeySpec>& table, std::string_view name);

@@ -22,10 +22,25 @@ std::string quoted(std::string_view key, const Json& value) {
 }
 
 // " (default)" when the key still holds its default, so a reason tells set values from defaults.
+// " (set by runtime.set_memory)" when a MindSpore 2.5+ function or an environment variable set it.
 std::string origin(const Snapshot& snapshot, std::string_view key) {
   const KeySpec* spec = find_key(context_keys(), key);
+  const std::string by = snapshot.origin(key);
+  if (!by.empty() && by != kSetContextApi) return " (set by " + by + ")";
   return spec != nullptr && snapshot.values().at(spec->name) == spec->default_value ? " (default)"
                                                                                     : "";
+}
+
+std::vector<Explanation> origins_of(const Snapshot& snapshot) {
+  std::vector<Explanation> out;
+  for (const auto& spec : context_keys()) {
+    const std::string by = snapshot.origin(spec.name);
+    if (by.empty() || by == kSetContextApi) continue;
+    const Json& value = snapshot.values()[spec.name];
+    out.push_back({spec.name, value.is_string() ? value.get<std::string>() : value.dump(),
+                   "set by " + by + (by.starts_with("MS_") ? " (environment variable)" : "()")});
+  }
+  return out;
 }
 
 std::string with_rank(const std::string& base, int rank) {
@@ -107,14 +122,21 @@ void decide_threads(const Snapshot& snapshot, int cores, Policy& policy) {
   }
   const int inter = snapshot.values()["inter_op_parallel_num"].get<int>();
   if (inter == 0) {
-    policy.inter_op_parallelism = {1,
-                                   "inter_op_parallel_num=0 lets the engine choose: independent "
-                                   "nodes run one at a time, each using the intra-op pool"};
+    // The engine's default, as MindSpore's 0: fill the cores the intra-op pool leaves idle.
+    const int fill = std::max(1, cores / std::max(1, policy.intra_op_threads.value));
+    policy.inter_op_parallelism = {
+        fill,
+        "inter_op_parallel_num=0 (default) means the engine's default: as many independent "
+        "nodes at once as the intra-op pool leaves cores idle (" +
+            machine + " / " + std::to_string(policy.intra_op_threads.value) + " intra-op thread" +
+            (policy.intra_op_threads.value == 1 ? "" : "s") + " = " + std::to_string(fill) +
+            "), in both executors"};
   } else if (inter > cores) {
     policy.inter_op_parallelism = {cores, "inter_op_parallel_num=" + std::to_string(inter) +
                                               " is capped to the machine's " + machine};
   } else {
-    policy.inter_op_parallelism = {inter, "inter_op_parallel_num=" + std::to_string(inter)};
+    policy.inter_op_parallelism = {inter, "inter_op_parallel_num=" + std::to_string(inter) +
+                                              ": independent nodes at once, in both executors"};
   }
 }
 
@@ -150,11 +172,21 @@ void decide_memory(const Snapshot& snapshot, Policy& policy) {
   }
   const bool reuse = env["sys"]["mem_Reuse"].get<bool>();
   policy.memory_reuse = {reuse, std::string("sys.mem_Reuse=") + on_off(reuse) +
-                                    " in env_config_path file '" + env_path + "'"};
+                                    " in env_config_path file '" + env_path + "'" +
+                                    (planned ? ""
+                                             : " (matters at memory_optimize_level=O1 only: O0 "
+                                               "pools every tensor)")};
   RdrConfig rdr{env["rdr"]["enable"].get<bool>(), env["rdr"]["mode"].get<int>(),
                 env["rdr"]["path"].get<std::string>()};
-  policy.rdr = {rdr, std::string("rdr.enable=") + on_off(rdr.enable) + ", rdr.mode=" +
-                         std::to_string(rdr.mode) + " in env_config_path file '" + env_path + "'"};
+  policy.rdr = {
+      rdr, std::string("rdr.enable=") + on_off(rdr.enable) + ", rdr.mode=" +
+               std::to_string(rdr.mode) + " in env_config_path file '" + env_path + "'" +
+               (rdr.enable ? std::string(": a report for every compiled run (cells, jit "
+                                         "functions, .ir and .onnx files) ") +
+                                 (rdr.mode == 2 ? "at its end and on a failure" : "that fails") +
+                                 ", and for a PYNATIVE_MODE failure (the last ops "
+                                 "queued and run)"
+                           : "")};
 }
 
 template <typename T>
@@ -164,24 +196,31 @@ Decision<T> plain(const Snapshot& snapshot, std::string_view key, T value,
                      (meaning.empty() ? "" : ": ") + std::string(meaning)};
 }
 
+std::string shown_value(const Json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+// The key table's reason ("none: ..." without its prefix), or the deprecation note.
+std::string why_ignored(const KeySpec& spec) {
+  std::string_view why = spec.on_cpu;
+  if (why.starts_with("none: ")) why.remove_prefix(6);
+  return spec.deprecated.empty() ? std::string(why) : "deprecated; " + std::string(why);
+}
+
 std::vector<Explanation> ineffective(const Snapshot& snapshot) {
   std::vector<Explanation> out;
-  for (const auto& spec : context_keys()) {
-    if (!spec.alias_of.empty() || (spec.effective_on_cpu && spec.deprecated.empty())) continue;
-    const Json& value = snapshot.values()[spec.name];
-    if (value == spec.default_value) continue;
-    out.push_back({spec.name, value.is_string() ? value.get<std::string>() : value.dump(),
-                   spec.deprecated.empty()
-                       ? "applies to " + device_names(spec.devices) + " only; no effect on CPU"
-                       : "deprecated; no effect"});
-  }
-  for (const auto& spec : ps_keys()) {
-    const Json& value = snapshot.ps()[spec.name];
-    if (value == spec.default_value) continue;
-    out.push_back({"ps_context." + spec.name,
-                   value.is_string() ? value.get<std::string>() : value.dump(),
-                   "parameter-server training is not available in this build; no effect"});
-  }
+  const auto add = [&out](const std::vector<KeySpec>& table, const Json& values,
+                          const std::string& prefix) {
+    for (const auto& spec : table) {
+      if (!spec.alias_of.empty() || (spec.effective_on_cpu && spec.deprecated.empty())) continue;
+      const Json& value = values[spec.name];
+      if (value == spec.default_value) continue;
+      out.push_back({prefix + spec.name, shown_value(value), why_ignored(spec)});
+    }
+  };
+  add(context_keys(), snapshot.values(), "");
+  add(auto_parallel_keys(), snapshot.auto_parallel(), "auto_parallel_context.");
+  add(ps_keys(), snapshot.ps(), "ps_context.");
   return out;
 }
 
@@ -200,6 +239,14 @@ void note_compiled_scope(bool jit_region, Policy& policy) {
         &policy.memory_optimize_level.reason}) {
     *reason += note;
   }
+}
+
+std::string fusion_flags_reason(const GraphKernelFlags& flags) {
+  std::string reason = "parsed from graph_kernel_flags";
+  if (flags.unknown.empty()) return reason;
+  reason += "; unknown flags ignored:";
+  for (const auto& token : flags.unknown) reason += " " + token;
+  return reason;
 }
 
 }  // namespace
@@ -228,18 +275,6 @@ std::string_view to_string(MemoryOptimizeLevel level) {
 std::string_view to_string(DebugLevel level) {
   return level == DebugLevel::kRelease ? "RELEASE" : "DEBUG";
 }
-std::string_view to_string(JitSyntaxLevel level) {
-  switch (level) {
-    case JitSyntaxLevel::kStrict:
-      return "STRICT";
-    case JitSyntaxLevel::kCompatible:
-      return "COMPATIBLE";
-    case JitSyntaxLevel::kLax:
-      return "LAX";
-  }
-  return "?";
-}
-
 JitLevel parse_jit_level(std::string_view text) {
   if (text == "O0") return JitLevel::kO0;
   if (text == "O1") return JitLevel::kO1;
@@ -298,12 +333,6 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
                                    "activations between them, reordering only at a chain's "
                                    "edges (disable_format_transform=true turns this off)"};
   }
-  const std::string syntax = v["jit_syntax_level"].get<std::string>();
-  policy.jit_syntax_level = plain(snapshot, "jit_syntax_level",
-                                  syntax == "STRICT"       ? JitSyntaxLevel::kStrict
-                                  : syntax == "COMPATIBLE" ? JitSyntaxLevel::kCompatible
-                                                           : JitSyntaxLevel::kLax,
-                                  "");
   decide_fusion(snapshot, policy.jit_level.value, policy);
 
   // Distribution first: the dump and cache directories depend on the rank.
@@ -358,14 +387,20 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
   const bool deterministic = v["deterministic"] == "ON";
   policy.deterministic =
       plain(snapshot, "deterministic", deterministic,
-            deterministic ? "fixed reduction order and thread split: equal inputs, equal bits"
-                          : "reductions may split differently across threads");
+            deterministic
+                ? "matmuls in fixed row blocks and long reductions in a fixed order: the same bits "
+                  "for any thread count"
+                : "matmuls run as one oneDNN primitive and a long reduction over one axis is split "
+                  "across the threads: faster, but the bits may change with the thread count");
   decide_memory(snapshot, policy);
 
   const bool debug = v["debug_level"] == "DEBUG";
   policy.debug_level =
       plain(snapshot, "debug_level", debug ? DebugLevel::kDebug : DebugLevel::kRelease,
-            debug ? "compilation keeps more debug information" : "");
+            debug ? "the graph is verified after every pass, every dump shows source locations "
+                    "and scope chains, and a failing compile or run writes the failing graph as "
+                    ".ir beside its error report"
+                  : "the graph is verified after passes that changed it; dumps show scopes only");
   policy.reserve_class_name_in_scope =
       plain(snapshot, "reserve_class_name_in_scope", v["reserve_class_name_in_scope"].get<bool>(),
             v["reserve_class_name_in_scope"].get<bool>() ? "scopes read Default/net-Mlp/fc1-Dense"
@@ -375,9 +410,8 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
   policy.print_file_path =
       plain(snapshot, "print_file_path", print_path,
             print_path.empty() ? "Print writes to the screen" : "Print writes to this file");
-  policy.check_bprop = plain(snapshot, "check_bprop", v["check_bprop"].get<bool>(), "");
-  policy.grad_for_scalar = plain(snapshot, "grad_for_scalar", v["grad_for_scalar"].get<bool>(), "");
   policy.ineffective_keys = ineffective(snapshot);
+  policy.origins = origins_of(snapshot);
   note_compiled_scope(options.jit_region, policy);
   return policy;
 }
@@ -391,10 +425,8 @@ std::vector<Explanation> explain(const Policy& p) {
       {"executor", std::string(to_string(p.executor.value)), p.executor.reason},
       {"infer_boost", b(p.infer_boost.value), p.infer_boost.reason},
       {"format_transform", b(p.format_transform.value), p.format_transform.reason},
-      {"jit_syntax_level", std::string(to_string(p.jit_syntax_level.value)),
-       p.jit_syntax_level.reason},
       {"fusion.opt_level", n(p.fusion_level.value), p.fusion_level.reason},
-      {"fusion.flags", to_string(p.fusion_flags), "parsed from graph_kernel_flags"},
+      {"fusion.flags", to_string(p.fusion_flags), fusion_flags_reason(p.fusion_flags)},
       {"fusion.stitch", b(p.stitch_fusion.value), p.stitch_fusion.reason},
       {"fusion.parallel", b(p.parallel_fusion.value), p.parallel_fusion.reason},
       {"fusion.recompute", b(p.recompute_fusion.value), p.recompute_fusion.reason},
@@ -422,11 +454,10 @@ std::vector<Explanation> explain(const Policy& p) {
       {"max_call_depth", n(p.max_call_depth.value), p.max_call_depth.reason},
       {"print_file_path", p.print_file_path.value.empty() ? "(screen)" : p.print_file_path.value,
        p.print_file_path.reason},
-      {"check_bprop", b(p.check_bprop.value), p.check_bprop.reason},
-      {"grad_for_scalar", b(p.grad_for_scalar.value), p.grad_for_scalar.reason},
       {"parallel.device_num", n(p.device_num.value), p.device_num.reason},
       {"parallel.global_rank", n(p.global_rank.value), p.global_rank.reason},
   };
+  for (const auto& key : p.origins) out.push_back({"set_by." + key.name, key.value, key.reason});
   for (const auto& key : p.ineffective_keys) {
     out.push_back({"ignored." + key.name, key.value, key.reason});
   }

@@ -17,7 +17,6 @@ enum class ExecutionMode { kGraph, kPynative };
 enum class JitLevel { kO0, kO1, kO2 };
 enum class MemoryOptimizeLevel { kO0, kO1 };
 enum class DebugLevel { kRelease, kDebug };
-enum class JitSyntaxLevel { kStrict, kCompatible, kLax };
 // What runs a compiled graph: kernel by kernel (jit O0/O1) or the whole graph sunk (O2).
 enum class Executor { kKernelByKernel, kSink };
 
@@ -25,7 +24,6 @@ std::string_view to_string(ExecutionMode mode);  // "GRAPH_MODE" / "PYNATIVE_MOD
 std::string_view to_string(JitLevel level);      // "O0" / "O1" / "O2"
 std::string_view to_string(MemoryOptimizeLevel level);
 std::string_view to_string(DebugLevel level);
-std::string_view to_string(JitSyntaxLevel level);
 std::string_view to_string(Executor executor);  // "KernelExecutor" / "SinkExecutor"
 // "O0" / "O1" / "O2" -> JitLevel; throws InvalidArgument otherwise (for a network's own JitConfig).
 JitLevel parse_jit_level(std::string_view text);
@@ -61,7 +59,6 @@ struct Policy {
   // The format-transform pass: float32 convolutions and pools keep channels-last activations
   // between them (jit_level O1 and up, unless disable_format_transform).
   Decision<bool> format_transform;
-  Decision<JitSyntaxLevel> jit_syntax_level;
   // Graph-kernel fusion: 0 none, 1 basic, 2 + CSE and simplification, 3 + stitch and parallel
   // fusion.
   Decision<int> fusion_level;
@@ -93,13 +90,15 @@ struct Policy {
   Decision<bool> reserve_class_name_in_scope;
   Decision<int> max_call_depth;
   Decision<std::string> print_file_path;  // empty: print to the screen
-  Decision<bool> check_bprop;
-  Decision<bool> grad_for_scalar;
   // Distribution (from the auto-parallel context).
   Decision<int> device_num;
   Decision<int> global_rank;
-  // Keys set away from their defaults that do nothing on CPU (GPU/Ascend-only, deprecated, ps).
+  // Keys set away from their defaults that do nothing here (GPU/Ascend-only, deprecated, no
+  // autodiff, distributed and ps keys), each with the reason from the key table.
   std::vector<Explanation> ineffective_keys;
+  // Keys set through something other than set_context (a MindSpore 2.5+ function such as
+  // runtime.set_memory, or an environment variable such as MS_DEV_SAVE_GRAPHS), naming it.
+  std::vector<Explanation> origins;
 };
 
 // Inputs of derive_policy besides the snapshot.

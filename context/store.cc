@@ -25,10 +25,7 @@ void note_effects(const KeySpec& spec, std::string_view api,
   if (!spec.deprecated.empty()) {
     warnings.push_back({std::string(api) + ":deprecated:" + spec.name, spec.deprecated});
   } else if (!spec.effective_on_cpu) {
-    warnings.push_back({std::string(api) + ":no-effect:" + spec.name,
-                        "'" + spec.name + "' applies to " + device_names(spec.devices) +
-                            " and has no effect on CPU; it is stored and shown by `mf context "
-                            "explain`"});
+    warnings.push_back({std::string(api) + ":no-effect:" + spec.name, no_effect_warning(spec)});
   }
 }
 
@@ -67,6 +64,11 @@ void apply_key(std::string_view api, const std::vector<KeySpec>& table, Json& ta
   if (spec == nullptr) fail_unknown_key(api, table, name);
   if (dot == std::string_view::npos) {
     Json normalized = normalize_value(api, *spec, value);
+    if (spec->warnings != nullptr) {
+      for (std::string& message : spec->warnings(normalized)) {
+        warnings.push_back({std::string(api) + ":value:" + spec->name + ":" + message, message});
+      }
+    }
     target[spec->alias_of.empty() ? spec->name : spec->alias_of] = std::move(normalized);
   } else {
     // A dotted key changes one sub-key and keeps the others, unlike a whole dict, which replaces.
@@ -82,6 +84,26 @@ void apply_key(std::string_view api, const std::vector<KeySpec>& table, Json& ta
     }
   }
   note_effects(*spec, api, warnings);
+}
+
+void set_context_key(State& state, std::string_view api, std::string_view key, const Json& value,
+                     std::vector<PendingWarning>& warnings) {
+  const std::string top(key.substr(0, key.find('.')));
+  if (state.pinned.contains(top) && api != state.pinned[top]["by"].get<std::string>()) {
+    // Still checked, so a bad value is an error whatever the environment says.
+    Json scratch = state.values;
+    apply_key(api, context_keys(), scratch, key, value, warnings);
+    const std::string variable = state.pinned[top]["by"];
+    warnings.push_back({"pinned:" + top + ":" + std::string(api),
+                        "'" + top + "' is set by the environment variable " + variable +
+                            ", which wins over " + std::string(api) + " (as in MindSpore); unset " +
+                            variable + " to set it here"});
+    return;
+  }
+  apply_key(api, context_keys(), state.values, key, value, warnings);
+  const KeySpec* spec = find_key(context_keys(), top);
+  state.origins[spec != nullptr && !spec->alias_of.empty() ? spec->alias_of : top] =
+      std::string(api);
 }
 
 Json lookup_key(std::string_view api, const std::vector<KeySpec>& table, const Json& values,

@@ -374,6 +374,10 @@ void check_graph_kernel_flags(std::string_view api, const KeySpec&, const Json& 
   }
 }
 
+std::vector<std::string> graph_kernel_flags_warnings(const Json& value) {
+  return unknown_flag_warnings(parse_graph_kernel_flags(value.get<std::string>()));
+}
+
 void check_ge_options(std::string_view api, const KeySpec&, const Json& value) {
   for (const auto& [name, group] : value.items()) {
     expect(name == "global" || name == "session", api, "ascend_config.ge_options",

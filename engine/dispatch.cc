@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "engine/engine_state.h"
+#include "engine/pynative_recorder.h"
 #include "engine/scope.h"
 #include "engine/trace.h"
 #include "ir/op_def.h"
@@ -73,14 +74,19 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
     ir::KernelContext context{in, out, attrs, def.name, deterministic};
     def.kernel(context);
   };
-  const uint64_t seq = runtime::default_eager_executor().submit(
-      std::move(task), runtime::TaskInfo{std::string(op), current_scope(), where});
+  runtime::TaskInfo info{std::string(op), current_scope(), where};
+  // The number submit() will hand out, recorded first so a synchronous failure finds its op in the
+  // report (two threads submitting at once may swap two numbers there; nothing else reads them).
+  const uint64_t next = runtime::default_eager_executor().last_submitted() + 1;
+  record_pynative_op(next, info);
+  const uint64_t seq = with_pynative_recorder(
+      [&] { return runtime::default_eager_executor().submit(std::move(task), std::move(info)); });
   for (auto& t : outputs) t.impl()->ready_seq = seq;
   return outputs;
 }
 
 void sync() {
-  runtime::default_eager_executor().sync();
+  with_pynative_recorder([] { runtime::default_eager_executor().sync(); });
 }
 
 }  // namespace mf::engine

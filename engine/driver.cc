@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "engine/compile_cache/compile_cache.h"
 #include "engine/recorder.h"
+#include "passes/dump.h"
 
 namespace mf::engine {
 namespace {
@@ -75,7 +76,10 @@ DriverOptions driver_options(const context::Policy& policy, std::string dump_pre
   compile.enable_passes = policy.fusion_flags.enable_pass;
   compile.disable_passes = policy.fusion_flags.disable_pass;
   if (!policy.format_transform.value) compile.disable_passes.push_back("format-transform");
-  compile.verify_every_pass = policy.debug_level.value == context::DebugLevel::kDebug;
+  const bool debug = policy.debug_level.value == context::DebugLevel::kDebug;
+  compile.verify_every_pass = debug;
+  compile.write_failing_graph = debug;
+  compile.dump.full_detail = debug;
   compile.memory_level = policy.memory_optimize_level.value == context::MemoryOptimizeLevel::kO1
                              ? passes::MemoryLevel::kO1
                              : passes::MemoryLevel::kO0;
@@ -181,6 +185,15 @@ std::vector<runtime::TensorArg> run(CompiledNetwork& network,
     } catch (Error& e) {
       if (network.recovery) throw;  // the caller compiles instead and tries once more
       recorder.on_failure(e);
+      if (policy.debug_level.value == context::DebugLevel::kDebug) {
+        // Beside the Running Data Recorder's report when it wrote one, else in save_graphs_path.
+        const std::filesystem::path dir = !recorder.report_file().empty()
+                                              ? recorder.report_file().parent_path()
+                                              : std::filesystem::path(policy.dump_dir.value);
+        const std::filesystem::path file = passes::write_failing_graph(
+            *network.compiled.graph, dir, "failed_" + network.compiled.graph->name());
+        if (!file.empty()) e.add_context("the failing graph is in " + file.string());
+      }
       e.add_context("while running " + std::string(what) + " in " +
                     std::string(context::to_string(policy.mode.value)) + " (jit_level " +
                     std::string(context::to_string(network.jit_level)) + ", " +

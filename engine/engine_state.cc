@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "base/logging.h"
 #include "engine/print_file.h"
 #include "runtime/eager_executor.h"
 #include "runtime/memory_pool.h"
@@ -30,6 +31,14 @@ void apply_to_runtime(const context::Policy& policy) {
   auto& executor = runtime::default_eager_executor();
   executor.set_synchronous(policy.pynative_synchronize.value);
   executor.set_intra_op_threads(policy.intra_op_threads.value);
+  if (policy.mode.value == context::ExecutionMode::kPynative && policy.dump_level.value > 0) {
+    // As MindSpore: PYNATIVE_MODE compiles only what is jit-compiled, so only that is dumped.
+    log::warn_once("save_graphs:pynative",
+                   "save_graphs=" + std::to_string(policy.dump_level.value) +
+                       " in PYNATIVE_MODE: graphs are written only for jit-compiled cells and "
+                       "functions (a JitConfig, set_jit, mf::jit); ops run one by one are not "
+                       "compiled, so they write none. Use GRAPH_MODE to dump the whole network");
+  }
 }
 
 }  // namespace

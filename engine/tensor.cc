@@ -7,6 +7,7 @@
 
 #include "engine/engine_state.h"
 #include "engine/npy.h"
+#include "engine/pynative_recorder.h"
 #include "runtime/eager_executor.h"
 
 namespace mf {
@@ -54,7 +55,8 @@ const ir::TensorType& Tensor::type() const {
 void Tensor::sync() const {
   type();
   if (impl_->ready_seq == 0) return;
-  runtime::default_eager_executor().wait_for(impl_->ready_seq);
+  engine::with_pynative_recorder(
+      [&] { runtime::default_eager_executor().wait_for(impl_->ready_seq); });
 }
 
 const void* Tensor::raw_data() const {

@@ -25,6 +25,7 @@ struct DumpOptions {
   int level = 0;              // save_graphs 0..3
   std::filesystem::path dir;  // created when missing; already includes rank_<id>/ when needed
   std::string prefix;         // prepended to file names, e.g. the network's name ("mlp")
+  bool full_detail = false;   // debug_level=DEBUG: source locations in every dump, not only at 3
 };
 
 // Graph-kernel fusion settings, typed from the graph_kernel_flags the Policy parsed (the level
@@ -52,6 +53,9 @@ struct CompileOptions {
   std::vector<std::string> disable_passes;  // --disable_pass=
   bool verify_every_pass =
       false;  // debug_level=DEBUG: verify after every pass, not only after changes
+  // debug_level=DEBUG: a pass that fails (or leaves an invalid graph) writes the graph as it was
+  // to dump.dir as <prefix>_failed_in_<pass>.ir, and the error names the file.
+  bool write_failing_graph = false;
   MemoryLevel memory_level = MemoryLevel::kO0;
   bool memory_reuse = true;  // env_config_path's sys.mem_Reuse; false disables reuse at O1
   bool deterministic = false;

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/file_reader.h"
+#include "base/logging.h"
 #include "ir/dot.h"
 #include "ir/printer.h"
 
@@ -50,7 +51,8 @@ void Dumper::write_file(const std::filesystem::path& path, std::string_view text
 void Dumper::write_graph(const ir::Graph& graph, std::string_view stage, std::string_view trailer) {
   if (options_.level == 0) return;
   const std::string stem = next_stem(stage);
-  const ir::Detail detail = options_.level >= 3 ? ir::Detail::kFull : ir::Detail::kNormal;
+  const ir::Detail detail =
+      options_.level >= 3 || options_.full_detail ? ir::Detail::kFull : ir::Detail::kNormal;
   std::string text = ir::print_graph(graph, {detail});
   if (!trailer.empty()) {
     text += '\n';
@@ -70,6 +72,20 @@ void Dumper::write_dots(const ir::Graph& graph, const std::string& stem, const s
 void Dumper::write_text(std::string_view stage, std::string_view extension, std::string_view text) {
   if (options_.level == 0) return;
   write_file(options_.dir / (next_stem(stage) + "." + std::string(extension)), text);
+}
+
+std::filesystem::path write_failing_graph(const ir::Graph& graph, const std::filesystem::path& dir,
+                                          const std::string& stem) {
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const std::filesystem::path file = dir / (stem + ".ir");
+    write_file_atomically(file, ir::print_graph(graph, {ir::Detail::kFull}), "failing graph");
+    return file;
+  } catch (const Error& e) {
+    log::warn("debug_level=DEBUG: could not write the failing graph: {}", e.message());
+    return {};
+  }
 }
 
 std::string as_ir_comment(std::string_view text) {

@@ -41,6 +41,11 @@ class Dumper {
   std::vector<std::filesystem::path> files_;
 };
 
+// debug_level=DEBUG: writes `graph` with every detail to dir/<stem>.ir (creating dir) and returns
+// the path; a failure to write is logged and gives an empty path (it must not hide the error).
+std::filesystem::path write_failing_graph(const ir::Graph& graph, const std::filesystem::path& dir,
+                                          const std::string& stem);
+
 // Every line of `text` as a '#' comment ("# " prepended where a line does not start with '#').
 std::string as_ir_comment(std::string_view text);
 

@@ -115,14 +115,22 @@ bool Pipeline::run_one(Pass& pass, ir::Graph& graph, std::vector<PassRecord>& re
   const Snapshot before = snapshot(graph);
   const auto start = std::chrono::steady_clock::now();
   bool changed = false;
+  // debug_level=DEBUG: the graph as the failure left it, written beside the error.
+  const auto note_failing_graph = [&](Error& e) {
+    if (!failure_writer_) return;
+    const std::filesystem::path file = failure_writer_(graph, name);
+    if (!file.empty()) e.add_context("the failing graph is in " + file.string());
+  };
   try {
     changed = pass.run(graph);
   } catch (Error& e) {
     e.add_context("in pass '" + name + "'");
+    note_failing_graph(e);
     throw;
   } catch (const std::exception& e) {
     Error error(ErrorKind::kInternal, e.what());
     error.add_context("in pass '" + name + "'");
+    note_failing_graph(error);
     throw error;
   }
   const double millis =
@@ -133,6 +141,7 @@ bool Pipeline::run_one(Pass& pass, ir::Graph& graph, std::vector<PassRecord>& re
     } catch (Error& e) {
       e.add_context("graph verification failed after pass '" + name + "'" +
                     (changed ? "" : " (which reported no change)"));
+      note_failing_graph(e);
       throw;
     }
   }

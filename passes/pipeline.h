@@ -2,6 +2,7 @@
 // Pipeline: runs passes in order, verifying, timing and recording each one, and repeating
 // fixed-point groups until none of their passes changes the graph.
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -39,6 +40,11 @@ class Pipeline {
                  int max_rounds = kDefaultMaxRounds);
 
   void set_verify_every_pass(bool on) { verify_every_pass_ = on; }
+  // Called with the graph when a pass fails or leaves an invalid graph; returns the file it wrote
+  // (named in the error) or an empty path.
+  using FailureWriter =
+      std::function<std::filesystem::path(const ir::Graph&, std::string_view pass)>;
+  void set_failure_writer(FailureWriter writer) { failure_writer_ = std::move(writer); }
   void set_observer(Observer observer) { observer_ = std::move(observer); }
   // Asked before every pass run; false skips the run (no record, no change). compile() uses it for
   // CompileOptions::stop_after_pass.
@@ -61,6 +67,7 @@ class Pipeline {
 
   std::vector<Entry> entries_;
   bool verify_every_pass_ = false;
+  FailureWriter failure_writer_;
   Observer observer_;
   Filter filter_;
 };

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "passes/dump.h"
 #include "passes/fusion/fusion_passes.h"
 #include "passes/passes.h"
 
@@ -133,6 +134,14 @@ Pipeline build_phase(const CompileOptions& options, Phase phase) {
   check_names(options.disable_passes, "--disable_pass");
   Pipeline pipeline;
   pipeline.set_verify_every_pass(options.verify_every_pass);
+  if (options.write_failing_graph) {
+    pipeline.set_failure_writer(
+        [dump = options.dump](const ir::Graph& graph, std::string_view pass) {
+          return write_failing_graph(
+              graph, dump.dir,
+              (dump.prefix.empty() ? "" : dump.prefix + "_") + "failed_in_" + std::string(pass));
+        });
+  }
   Group open_group = Group::kNone;
   std::vector<std::unique_ptr<Pass>> grouped;
   auto close_group = [&] {

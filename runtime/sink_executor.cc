@@ -7,7 +7,13 @@
 // number of times. They delegate to a nested KernelExecutor-style run of their subplans
 // (detail::run_control_flow) and copy the results into the step's bound output bytes.
 
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
+
+#include <atomic>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <mutex>
 
 #include "runtime/fused_kernel.h"
@@ -39,8 +45,9 @@ struct Patch {
 };
 
 // Runs a plan as a flat loop over pre-bound kernels with one arena kept across runs.
-// One run at a time (runs serialise on a mutex, since they share the arena); inter_op_parallelism
-// is ignored.
+// One run at a time (runs serialise on a mutex, since they share the arena). With
+// inter_op_parallelism > 1 independent steps run at once, in the order the plan's depends_on
+// allows (data, side effects, and arena ranges reused by later steps), like KernelExecutor.
 class SinkExecutor final : public GraphExecutor {
  public:
   explicit SinkExecutor(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {
@@ -71,19 +78,11 @@ class SinkExecutor final : public GraphExecutor {
       (p.output ? b.outputs : b.inputs)[p.operand].data = data_[p.slot];
     }
 
-    ScopedIntraOpThreads threads(options.intra_op_threads);
-    for (BoundStep& b : steps_) {
-      try {
-        if (b.kernel != nullptr) {
-          (*b.kernel)(ir::KernelContext{b.inputs, b.outputs, *b.attrs, b.op, options.deterministic,
-                                        b.prepared});
-        } else {
-          run_control_flow(b, options);
-        }
-      } catch (...) {
-        detail::rethrow_at(*plan_, *b.step);
-      }
-      if (options.on_step) options.on_step(*b.step->node);
+    if (options.inter_op_parallelism > 1 && steps_.size() > 1) {
+      run_parallel(options);
+    } else {
+      ScopedIntraOpThreads threads(options.intra_op_threads);
+      for (BoundStep& b : steps_) run_step(b, options);
     }
 
     std::vector<TensorArg> out;
@@ -113,6 +112,56 @@ class SinkExecutor final : public GraphExecutor {
   }
 
  private:
+  void run_step(BoundStep& b, const RunOptions& options) {
+    try {
+      if (b.kernel != nullptr) {
+        (*b.kernel)(ir::KernelContext{b.inputs, b.outputs, *b.attrs, b.op, options.deterministic,
+                                      b.prepared});
+      } else {
+        run_control_flow(b, options);
+      }
+    } catch (...) {
+      detail::rethrow_at(*plan_, *b.step);
+    }
+    if (options.on_step) options.on_step(*b.step->node);
+  }
+
+  // The steps as a dependency graph on `inter_op_parallelism` threads; the first error stops
+  // launching and is rethrown here.
+  void run_parallel(const RunOptions& options) {
+    const size_t n = steps_.size();
+    std::unique_ptr<std::atomic<int>[]> pending(new std::atomic<int>[n]);
+    for (size_t s = 0; s < n; ++s) {
+      pending[s].store(static_cast<int>(plan_->steps[s].depends_on.size()));
+    }
+    std::atomic<bool> failed{false};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    tbb::task_arena arena(options.inter_op_parallelism);
+    arena.execute([&] {
+      tbb::task_group group;
+      std::function<void(int)> launch = [&](int s) {
+        group.run([&, s] {
+          if (failed.load()) return;
+          try {
+            ScopedIntraOpThreads threads(options.intra_op_threads);
+            run_step(steps_[s], options);
+          } catch (...) {
+            std::lock_guard<std::mutex> lock(error_mutex);
+            if (!failed.exchange(true)) error = std::current_exception();
+            return;
+          }
+          for (int next : successors_[s]) {
+            if (pending[next].fetch_sub(1) == 1) launch(next);
+          }
+        });
+      };
+      for (int s : roots_) launch(s);
+      group.wait();
+    });
+    if (error) std::rethrow_exception(error);
+  }
+
   void validate() const {
     const Plan& plan = *plan_;
     for (const Step& step : plan.steps) {
@@ -178,6 +227,11 @@ class SinkExecutor final : public GraphExecutor {
       }
       steps_.push_back(std::move(b));
     }
+    successors_.resize(plan.steps.size());
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      if (plan.steps[s].depends_on.empty()) roots_.push_back(static_cast<int>(s));
+      for (int d : plan.steps[s].depends_on) successors_[d].push_back(static_cast<int>(s));
+    }
   }
 
   // First run: the arena and every pooled intermediate, kept for later runs; then every view whose
@@ -216,6 +270,8 @@ class SinkExecutor final : public GraphExecutor {
   std::shared_ptr<const Plan> plan_;
   std::mutex mutex_;
   std::vector<BoundStep> steps_;
+  std::vector<std::vector<int>> successors_;  // per step: the steps that depend on it
+  std::vector<int> roots_;                    // steps that depend on none
   std::vector<Patch> patches_;
   std::vector<int> output_slots_;
   std::vector<void*> data_;  // per slot; parameters and outputs rebound each run

@@ -31,7 +31,8 @@ Json key_json(const KeySpec& spec, const std::string& prefix, const Json& curren
               {"devices", context::device_names(spec.devices)},
               {"effective_on_cpu", spec.effective_on_cpu},
               {"compile_relevant", spec.compile_relevant},
-              {"doc", spec.doc}};
+              {"doc", spec.doc},
+              {"on_cpu", spec.on_cpu}};
   if (!spec.deprecated.empty()) out["deprecated"] = spec.deprecated;
   if (!spec.alias_of.empty()) out["alias_of"] = spec.alias_of;
   if (!spec.sub_keys.empty()) {
@@ -86,6 +87,9 @@ void print_table(const Json& keys) {
           {name, key["type"], cell(key["default"]), cell(key["current"]), devices, key["allowed"]});
       std::string doc = key["doc"];
       if (key.contains("deprecated")) doc += " [deprecated]";
+      if (key.contains("on_cpu") && !key["on_cpu"].get<std::string>().empty()) {
+        doc += "\n    here: " + key["on_cpu"].get<std::string>();
+      }
       docs.push_back(doc);
     };
     for (const auto& key : keys) {

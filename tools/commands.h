@@ -15,6 +15,8 @@ struct GlobalOptions {
   std::string context_file;       // --context FILE.json
   std::string mode;               // --mode graph|pynative
   std::string log_level;          // --log-level, else MF_LOG_LEVEL
+  bool deterministic = false;     // --deterministic: mindspore.set_deterministic(True)
+  bool launch_blocking = false;   // --launch-blocking: mindspore.runtime.launch_blocking()
 };
 
 // Adds the global options to a (sub)command, so they may appear after the subcommand's name too.

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/logging.h"
 #include "context/context.h"
+#include "context/replacement_api.h"
 #include "runtime/dnnl/engine.h"
 #include "runtime/memory_pool.h"
 #include "tools/commands.h"
@@ -27,6 +28,11 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("--mode", options.mode, "Execution mode: graph or pynative")
       ->check(
           CLI::IsMember({"graph", "pynative", "GRAPH_MODE", "PYNATIVE_MODE"}, CLI::ignore_case));
+  app.add_flag("--deterministic", options.deterministic,
+               "Same bits for any thread count (mindspore.set_deterministic(True))");
+  app.add_flag("--launch-blocking", options.launch_blocking,
+               "PYNATIVE: run each op before its call returns "
+               "(mindspore.runtime.launch_blocking())");
   app.add_option(
       "--log-level", options.log_level,
       "trace, debug, info, warn, error, critical or off (default: MF_LOG_LEVEL, else warn)");
@@ -48,6 +54,11 @@ void apply_runtime_environment() {
 
 void apply_global_options(const GlobalOptions& options) {
   apply_runtime_environment();
+  // MindSpore's variables (MS_DEV_SAVE_GRAPHS, MS_COMPILER_CACHE_ENABLE, ...), with its precedence
+  // against the --set / --context values applied below.
+  configure_from_environment();
+  if (options.deterministic) set_deterministic(true);
+  if (options.launch_blocking) runtime::launch_blocking();
   if (!options.log_level.empty()) {
     log::set_level(log::parse_level(options.log_level));
   } else if (const char* env = std::getenv("MF_LOG_LEVEL"); env != nullptr && *env != '\0') {

@@ -6,6 +6,7 @@
 #include "context/context.h"
 #include "context/parallel_context.h"
 #include "context/policy.h"
+#include "context/replacement_api.h"
 #include "engine/dispatch.h"
 #include "engine/ir_runner.h"
 #include "engine/jit.h"

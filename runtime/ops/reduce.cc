@@ -1,7 +1,10 @@
 // reduce_sum, reduce_mean, reduce_max, reduce_min {axes, keep_dims}. Empty axes reduce everything.
 //
-// Every reduction runs in a fixed order that depends only on the shapes (fixed blocks combined in
-// index order), so results are the same for any thread count: `deterministic` costs nothing here.
+// With `deterministic` every reduction runs in a fixed order that depends only on the shapes (fixed
+// blocks combined in index order), so results are the same for any thread count. Without it, a long
+// reduction over an axis with few, short columns (x[n, 8] summed over n: one task in the fixed
+// order) is split into one chunk per intra-op thread and the chunks' partial sums added: faster,
+// but the bits follow the thread count (the default, deterministic=OFF).
 // Reduced axes that are not one contiguous block are first moved last by a strided copy.
 
 #include <Eigen/Core>
@@ -92,10 +95,72 @@ T reduce_row(const T* x, int64_t n) {
   return reduce_row_fixed<kRow>(x, n);
 }
 
+template <Reduction R, typename T>
+void accumulate_rows(Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>& acc, const T* base,
+                     int64_t first, int64_t last, int64_t inner, int64_t width) {
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  for (int64_t r = first; r < last; ++r) {
+    const Eigen::Map<const Array> row(base + r * inner, width);
+    if constexpr (R == Reduction::kMax) {
+      acc = acc.max(row);
+    } else if constexpr (R == Reduction::kMin) {
+      acc = acc.min(row);
+    } else {
+      acc += row;
+    }
+  }
+}
+
+// deterministic=OFF: y[o, i] = the chunks' partial results over r, one chunk per thread, combined
+// in chunk order. The chunk bounds depend on the thread count, so the bits do too.
+template <Reduction R, typename T>
+void reduce_columns_split(const T* x, T* y, int64_t outer, int64_t count, int64_t inner,
+                          int64_t chunks) {
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  const int64_t per = (count + chunks - 1) / chunks;
+  std::vector<T> partial(static_cast<size_t>(chunks * outer * inner));
+  parallel_for(chunks * outer, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t chunk = item % chunks;
+      const int64_t o = item / chunks;
+      const int64_t first = chunk * per;
+      const int64_t last = std::min(count, first + per);
+      if (first >= last) continue;  // more chunks than rows: never combined
+      // Accumulated in a buffer of this task's own: chunks side by side in `partial` would share
+      // cache lines while every row is added.
+      std::vector<T> local(static_cast<size_t>(inner));
+      Eigen::Map<Array> acc(local.data(), inner);
+      const T* base = x + o * count * inner;
+      acc = Eigen::Map<const Array>(base + first * inner, inner);
+      accumulate_rows<R, T>(acc, base, first + 1, last, inner, inner);
+      std::copy(local.begin(), local.end(), partial.begin() + (chunk * outer + o) * inner);
+    }
+  });
+  Eigen::Map<Array> out(y, outer * inner);
+  out = Eigen::Map<const Array>(partial.data(), outer * inner);
+  for (int64_t chunk = 1; chunk < chunks; ++chunk) {
+    const Eigen::Map<const Array> part(partial.data() + chunk * outer * inner, outer * inner);
+    if (chunk * per >= count) break;
+    if constexpr (R == Reduction::kMax) {
+      out = out.max(part);
+    } else if constexpr (R == Reduction::kMin) {
+      out = out.min(part);
+    } else {
+      out += part;
+    }
+  }
+}
+
 // y[o, i] = reduce over r of x[o, r, i].
 template <Reduction R, typename T>
-void reduce_3d(const T* x, T* y, int64_t outer, int64_t count, int64_t inner) {
+void reduce_3d(const T* x, T* y, int64_t outer, int64_t count, int64_t inner, bool deterministic) {
   using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  const int64_t threads = intra_op_threads();
+  if (!deterministic && inner > 1 && inner <= 4096 && outer < threads && count >= 4 * threads &&
+      count * inner >= kBlock) {
+    reduce_columns_split<R, T>(x, y, outer, count, inner, threads);
+    return;
+  }
   if (inner == 1 && outer == 1 && count > kBlock) {
     // One long row: fixed blocks reduced in parallel, then combined in block order.
     const int64_t blocks = (count + kBlock - 1) / kBlock;
@@ -124,16 +189,7 @@ void reduce_3d(const T* x, T* y, int64_t outer, int64_t count, int64_t inner) {
         Eigen::Map<Array> acc(y + o * inner + c0, width);
         const T* base = x + o * count * inner + c0;
         acc = Eigen::Map<const Array>(base, width);
-        for (int64_t r = 1; r < count; ++r) {
-          const Eigen::Map<const Array> row(base + r * inner, width);
-          if constexpr (R == Reduction::kMax) {
-            acc = acc.max(row);
-          } else if constexpr (R == Reduction::kMin) {
-            acc = acc.min(row);
-          } else {
-            acc += row;
-          }
-        }
+        accumulate_rows<R, T>(acc, base, 1, count, inner, width);
       }
     });
   }
@@ -200,7 +256,7 @@ void reduce_kernel(const ir::KernelContext& ctx) {
         return;
       }
       constexpr Reduction kCore = R == Reduction::kMean ? Reduction::kSum : R;
-      reduce_3d<kCore, T>(static_cast<const T*>(data), y, outer, count, inner);
+      reduce_3d<kCore, T>(static_cast<const T*>(data), y, outer, count, inner, ctx.deterministic);
       if constexpr (R == Reduction::kMean) {
         const int64_t n = ctx.outputs[0].size();
         Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(y, n) /= static_cast<T>(count);

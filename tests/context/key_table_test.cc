@@ -54,6 +54,9 @@ TEST(ContextKeyTableTest, ListsEveryKeyOfTheIssueOnce) {
   for (const auto& spec : context_keys()) {
     EXPECT_TRUE(names.insert(spec.name).second) << "duplicate " << spec.name;
     EXPECT_FALSE(spec.doc.empty()) << spec.name;
+    EXPECT_FALSE(spec.on_cpu.empty()) << spec.name;
+    // An inert key says why in words starting "none: "; an effective one says what it does.
+    EXPECT_EQ(spec.on_cpu.starts_with("none"), !spec.effective_on_cpu) << spec.name;
   }
   EXPECT_EQ(names, expected);
 }

@@ -40,7 +40,6 @@ TEST_F(ContextTest, DefaultPolicy) {
   EXPECT_FALSE(p.rdr.value.enable);
   EXPECT_FALSE(p.deterministic.value);
   EXPECT_EQ(p.debug_level.value, DebugLevel::kRelease);
-  EXPECT_EQ(p.jit_syntax_level.value, JitSyntaxLevel::kLax);
   EXPECT_FALSE(p.precompile_only.value);
   EXPECT_FALSE(p.pynative_synchronize.value);
   EXPECT_TRUE(p.reserve_class_name_in_scope.value);
@@ -214,7 +213,8 @@ TEST_F(ContextTest, EnvConfigDrivesMemoryReuseAndRdr) {
   const Policy p = policy_with({{"env_config_path", file.string()}});
   EXPECT_FALSE(p.memory_reuse.value);
   EXPECT_EQ(p.memory_reuse.reason,
-            "sys.mem_Reuse=false in env_config_path file '" + file.string() + "'");
+            "sys.mem_Reuse=false in env_config_path file '" + file.string() +
+                "' (matters at memory_optimize_level=O1 only: O0 pools every tensor)");
   EXPECT_TRUE(p.rdr.value.enable);
   EXPECT_EQ(p.rdr.value.mode, 2);
   EXPECT_EQ(p.rdr.value.path, "/tmp/rdr");
@@ -223,20 +223,17 @@ TEST_F(ContextTest, EnvConfigDrivesMemoryReuseAndRdr) {
 TEST_F(ContextTest, SimpleSwitches) {
   const Policy p = policy_with({{"deterministic", "ON"},
                                 {"debug_level", "DEBUG"},
-                                {"jit_syntax_level", "STRICT"},
                                 {"precompile_only", true},
                                 {"pynative_synchronize", true},
                                 {"reserve_class_name_in_scope", false},
                                 {"max_call_depth", 80},
                                 {"print_file_path", "print.pb"},
-                                {"check_bprop", true},
-                                {"grad_for_scalar", true},
                                 {"jit_config.infer_boost", "on"}});
   EXPECT_TRUE(p.deterministic.value);
-  EXPECT_EQ(p.deterministic.reason,
-            "deterministic='ON': fixed reduction order and thread split: equal inputs, equal bits");
+  EXPECT_THAT(p.deterministic.reason,
+              ::testing::StartsWith("deterministic='ON': matmuls in fixed row blocks"));
+  EXPECT_THAT(p.debug_level.reason, HasSubstr("verified after every pass"));
   EXPECT_EQ(p.debug_level.value, DebugLevel::kDebug);
-  EXPECT_EQ(p.jit_syntax_level.value, JitSyntaxLevel::kStrict);
   EXPECT_TRUE(p.precompile_only.value);
   EXPECT_THAT(p.precompile_only.reason,
               ::testing::StartsWith(
@@ -248,8 +245,6 @@ TEST_F(ContextTest, SimpleSwitches) {
   EXPECT_EQ(p.max_call_depth.value, 80);
   EXPECT_EQ(p.max_call_depth.reason, "max_call_depth=80");
   EXPECT_EQ(p.print_file_path.value, "print.pb");
-  EXPECT_TRUE(p.check_bprop.value);
-  EXPECT_TRUE(p.grad_for_scalar.value);
   EXPECT_TRUE(p.infer_boost.value);
 }
 
@@ -264,8 +259,11 @@ TEST_F(ContextTest, KeysWithoutEffectOnCpuAreReported) {
   EXPECT_EQ(names, (std::vector<std::string>{"op_timeout", "gpu_config", "enable_sparse",
                                              "ps_context.enable_ssl"}));
   EXPECT_EQ(p.ineffective_keys[0].value, "5");
-  EXPECT_EQ(p.ineffective_keys[0].reason, "applies to GPU/Ascend only; no effect on CPU");
-  EXPECT_EQ(p.ineffective_keys[2].reason, "deprecated; no effect");
+  EXPECT_EQ(p.ineffective_keys[0].reason,
+            "CPU kernels run on the calling threads and have no device-side watchdog to time out");
+  EXPECT_EQ(p.ineffective_keys[2].reason, "deprecated; sparse tensors need no switch");
+  EXPECT_EQ(p.ineffective_keys[3].reason,
+            "parameter-server training is not available in this build");
 }
 
 TEST_F(ContextTest, ExplainListsEveryDecision) {

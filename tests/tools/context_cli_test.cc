@@ -26,7 +26,10 @@ TEST(ContextCliTest, ListPrintsEveryKey) {
                           "device_num", "\nps_context\n", "enable_ps"}) {
     EXPECT_NE(run.out.find(key), std::string::npos) << key;
   }
-  EXPECT_NE(run.out.find("no effect on CPU"), std::string::npos);
+  EXPECT_NE(run.out.find("CPU kernels run on the calling threads and have no device-side "
+                         "watchdog to time out"),
+            std::string::npos)
+      << run.out;
 }
 
 TEST(ContextCliTest, ListJsonParsesAndShowsCurrentValues) {
@@ -75,7 +78,10 @@ TEST(ContextCliTest, ExplainReportsKeysWithoutEffectOnCpu) {
   const MfRun run = run_mf("context explain --set op_timeout=5");
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.out.find("ignored.op_timeout"), std::string::npos) << run.out;
-  EXPECT_NE(run.out.find("no effect on CPU"), std::string::npos);
+  EXPECT_NE(run.out.find("CPU kernels run on the calling threads and have no device-side "
+                         "watchdog to time out"),
+            std::string::npos)
+      << run.out;
 }
 
 TEST(ContextCliTest, DeprecatedAndDeviceOnlyKeysWarn) {
@@ -88,7 +94,9 @@ TEST(ContextCliTest, DeprecatedAndDeviceOnlyKeysWarn) {
                    "'max_device_memory'"),
       std::string::npos)
       << run.err;
-  EXPECT_NE(run.err.find("'op_timeout' applies to GPU/Ascend and has no effect on CPU"),
+  EXPECT_NE(run.err.find("'op_timeout' (Maximum execution time of one operator in seconds; 0 "
+                         "means the device default) has no effect here: CPU kernels run on the "
+                         "calling threads"),
             std::string::npos)
       << run.err;
 }

@@ -150,6 +150,7 @@ TEST(PipelineTest, DescribePerLevel) {
                                "infer-shapes | jit_level O0 | ",
                                "inline | jit_level O0 | ",
                                "dead-code-elimination | jit_level O0 | ",
+                               "format-transform | jit_level O1 | simplify",
                                "constant-folding | jit_level O1 | simplify",
                                "algebraic-simplification | jit_level O1 | simplify",
                                "common-subexpression-elimination | jit_level O1 | simplify",
@@ -207,7 +208,7 @@ TEST(PipelineTest, UnknownPassNamesListTheKnownOnes) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("--disable_pass=constant-foldin names no pass; known "
                                          "passes: infer-shapes, inline, dead-code-elimination, "
-                                         "constant-folding,"),
+                                         "format-transform, constant-folding,"),
               std::string::npos)
         << e.what();
   }

@@ -24,7 +24,7 @@ NOT_CLEAN = {
     'save_graphs=True,\nsave_graphs_path="/mindspore")':
         ("RuntimeError", ["device_target 'Ascend'"]),
     "context.set_context(enable_reduce_precision=True)":
-        ("warns", ["enable_reduce_precision", "no effect on CPU"]),
+        ("warns", ["enable_reduce_precision", "has no effect here"]),
     'context.set_context(save_ms_model=True, save_ms_model_path=".")':
         ("ValueError", ["'save_ms_model' is not recognized"]),
     'context.set_context(enable_dump=True, save_dump_path=".")':
@@ -74,6 +74,11 @@ def test_seed_page_examples(page, form, tmp_path):
         example = record["example"]
         outcome, words = NOT_CLEAN.get(example, ("ok", []))
         seen.add(example)
+        # Keys that do nothing on one CPU device (device_id, most auto-parallel keys) are accepted
+        # with their "has no effect here" warning, as the issue asks of device-only keys.
+        if (outcome == "ok" and record["outcome"] == "warns" and record["warnings"] and
+                all("has no effect here" in w for w in record["warnings"])):
+            outcome = "warns"
         assert record["outcome"] == outcome, (record["run"], record)
         text = record["error"] + " ".join(record["warnings"])
         for word in words:

@@ -86,14 +86,18 @@ TEST(WindowShapes, ConvAndPoolingSamplesMatchTheTextbookFormula) {
       ir::Attrs attrs = s.attrs;
       const std::vector<ir::TensorType> inferred =
           op.infer_types(s.inputs, attrs);  // fills defaults
-      const Shape& x = s.inputs[0].shape;
+      // Channels-last samples (data_format NHWC): x is (N, H, W, C) and so is the output.
+      const bool nhwc = ir::attr_string(attrs, "data_format", name) == "NHWC";
+      const Shape& given = s.inputs[0].shape;
+      const Shape x = nhwc ? Shape{given[0], given[3], given[1], given[2]} : given;
       const bool conv = std::string(name) == "conv2d";
       const Shape& weight = conv ? s.inputs[1].shape : x;
-      const Shape want = window_output(
+      const Shape nchw = window_output(
           x, conv ? weight[0] : x[1],
           conv ? std::vector<int64_t>{weight[2], weight[3]} : ir::attr_ints(attrs, "kernel", name),
           ir::attr_ints(attrs, "stride", name), ir::attr_ints(attrs, "padding", name),
           conv ? ir::attr_ints(attrs, "dilation", name) : std::vector<int64_t>{1, 1});
+      const Shape want = nhwc ? Shape{nchw[0], nchw[2], nchw[3], nchw[1]} : nchw;
       EXPECT_EQ(inferred.at(0).shape, want)
           << "inference gives " << ir::shape_to_string(inferred[0].shape) << ", the formula "
           << ir::shape_to_string(want);

@@ -28,9 +28,12 @@ from ._modeflow import (  # noqa: F401
     reset_ps_context,
     set_auto_parallel_context,
     set_context,
+    set_deterministic,
+    set_device,
     set_ps_context,
+    set_recursion_limit,
 )
-from . import context, models, nn, onnx, ops  # noqa: F401
+from . import context, device_context, models, nn, onnx, ops, runtime  # noqa: F401
 from .jit import JitConfig, jit  # noqa: F401
 
 __version__ = "0.1.0"

@@ -4,10 +4,14 @@
 // key, ValueError for an unknown key or a bad value.
 #include <pybind11/stl.h>
 
+#include <optional>
+#include <string>
+
 #include "base/error.h"
 #include "bindings.h"
 #include "context/key_table.h"
 #include "context/parallel_context.h"
+#include "context/replacement_api.h"
 
 namespace mf::python {
 namespace {
@@ -125,6 +129,59 @@ void bind_context(py::module_& m) {
       [](const std::string& key) { return get_with(key, context::get_ps_context); },
       py::arg("attr_key"));
   m.def("reset_ps_context", [] { context::reset_ps_context(); });
+
+  // MindSpore 2.5+'s replacements for set_context keys: each sets the same key through the same
+  // checks (context/replacement_api.h). The runtime and device_context ones are re-exported by
+  // modeflow.runtime and modeflow.device_context.cpu.op_tuning under MindSpore's names.
+  m.def(
+      "set_device",
+      [](const std::string& device_target, std::optional<int> device_id) {
+        set_device(device_target, device_id);
+        flush_warnings();
+      },
+      py::arg("device_target"), py::arg("device_id") = py::none(),
+      "Sets device_target (and device_id), as set_context would.");
+  m.def(
+      "set_deterministic",
+      [](bool on) {
+        set_deterministic(on);
+        flush_warnings();
+      },
+      py::arg("deterministic"), "deterministic='ON' (True) or 'OFF' (False).");
+  m.def(
+      "set_recursion_limit",
+      [](int limit) {
+        set_recursion_limit(limit);
+        flush_warnings();
+      },
+      py::arg("recursion_limit") = 1000, "max_call_depth.");
+  m.def(
+      "_runtime_set_memory",
+      [](const std::string& init_size, const std::string& increase_size,
+         const std::string& max_size, const std::string& optimize_level) {
+        runtime::set_memory(init_size, increase_size, max_size, optimize_level);
+        flush_warnings();
+      },
+      py::arg("init_size") = "", py::arg("increase_size") = "", py::arg("max_size") = "",
+      py::arg("optimize_level") = "");
+  m.def("_runtime_launch_blocking", [] {
+    runtime::launch_blocking();
+    flush_warnings();
+  });
+  m.def(
+      "_runtime_dispatch_threads_num",
+      [](int n) {
+        runtime::dispatch_threads_num(n);
+        flush_warnings();
+      },
+      py::arg("num_threads"));
+  m.def(
+      "_op_tuning_threads_num",
+      [](int n) {
+        device_context::cpu::op_tuning::threads_num(n);
+        flush_warnings();
+      },
+      py::arg("num_threads"));
 }
 
 }  // namespace mf::python

@@ -57,41 +57,46 @@ bool to_channels_last(Graph& g, Node& n) {
   return true;
 }
 
-// The operand of the channels-last form of an elementwise op whose NCHW operand is `v`: the
-// transpose's source, a scalar as it is, or a per-channel (or smaller) broadcast operand
-// reshaped to rank 4 and transposed (tiny; folded when constant). Empty when v is a full
-// activation of its own (moving the transpose past the op would only add one).
-std::optional<Value> channels_last_operand(Graph& g, Node& at, const Value& v) {
-  if (std::optional<Value> source = channels_last_source(v)) return source;
-  const ir::Shape& s = v.type().shape;
-  if (s.empty()) return v;
+// A broadcast operand at most per-channel: aligned to rank 4 its H and W are 1 (a scalar, a
+// (C, 1, 1) bias). Its channels-last form is tiny, and folded when constant.
+std::optional<ir::Shape> per_channel_rank4(const ir::Shape& s) {
   if (s.size() > 4) return std::nullopt;
   ir::Shape rank4(4 - s.size(), 1);
   rank4.insert(rank4.end(), s.begin(), s.end());
   if (rank4[2] != 1 || rank4[3] != 1) return std::nullopt;
-  Value r = v;
-  if (s.size() != 4) {
-    r = g.insert_node(&at, "reshape", {v}, {{"shape", rank4}}, at.info())->output();
-  }
-  return transposed(g, &at, r, kToChannelsLast);
+  return rank4;
 }
 
-// op(transpose(x), ...) -> transpose(op(x, ...)) for a rank-4 elementwise op.
+// op(transpose(x), ...) -> transpose(op(x, ...)) for a rank-4 elementwise op whose other operands
+// are scalars or per-channel broadcasts (reshaped to rank 4 and transposed). A full activation
+// of its own stops the move: it would only add a transpose.
 bool sink_through_elementwise(Graph& g, Node& n) {
   if (!n.def()->has(ir::Trait::kElementwise) || n.num_outputs() != 1) return false;
   if (n.output_type().shape.size() != 4) return false;
   bool any = false;
-  for (const Value& v : n.inputs()) any = any || channels_last_source(v).has_value();
-  if (!any) return false;
   for (const Value& v : n.inputs()) {
-    if (channels_last_source(v)) continue;
-    const ir::Shape& s = v.type().shape;
-    ir::Shape rank4(s.size() <= 4 ? 4 - s.size() : 0, 1);
-    rank4.insert(rank4.end(), s.begin(), s.end());
-    if (s.size() > 4 || (!s.empty() && (rank4[2] != 1 || rank4[3] != 1))) return false;
+    if (channels_last_source(v)) {
+      any = true;
+    } else if (!per_channel_rank4(v.type().shape)) {
+      return false;
+    }
   }
+  if (!any) return false;
   std::vector<Value> inputs;
-  for (const Value& v : n.inputs()) inputs.push_back(*channels_last_operand(g, n, v));
+  for (const Value& v : n.inputs()) {
+    if (std::optional<Value> source = channels_last_source(v)) {
+      inputs.push_back(*source);
+    } else if (v.type().shape.empty()) {
+      inputs.push_back(v);
+    } else {
+      const ir::Shape rank4 = *per_channel_rank4(v.type().shape);
+      const Value r =
+          v.type().shape.size() == 4
+              ? v
+              : g.insert_node(&n, "reshape", {v}, {{"shape", rank4}}, n.info())->output();
+      inputs.push_back(transposed(g, &n, r, kToChannelsLast));
+    }
+  }
   Node* nhwc = g.insert_node(&n, n.op(), std::move(inputs), n.attrs(), n.info());
   g.replace_all_uses(n.output(), transposed(g, &n, nhwc->output(), kToChannelsFirst));
   return true;

@@ -33,7 +33,8 @@ namespace fs = std::filesystem;
 
 // Keys whose value can change the compiled graph or plan of a sample network, with the value that
 // shows it. (jit_config.infer_boost and disable_format_transform act only at jit_level O1 and up or
-// on weights; tests/engine/infer_boost_test.cc and tests/passes/format_transform_test.cc cover them.)
+// on weights; tests/engine/infer_boost_test.cc and tests/passes/format_transform_test.cc cover
+// them.)
 const std::map<std::string, Json> kCompileRelevant = {
     {"reserve_class_name_in_scope", false},  {"enable_graph_kernel", true},
     {"graph_kernel_flags", "--opt_level=3"}, {"memory_optimize_level", "O1"},

@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "base/error.h"
 #include "ir/op_def.h"
 #include "runtime/dnnl/prepare.h"
 #include "runtime/dnnl/primitive_cache.h"
@@ -220,6 +221,34 @@ TEST(DnnlKernels, DeterministicMatmulGivesTheSameBytesAtOneAndTwoThreads) {
     SCOPED_TRACE(c.op + " " + ir::shape_to_string(c.inputs[0].shape) + " * " +
                  ir::shape_to_string(c.inputs[1].shape));
     expect_same_bits_at_1_and_2_threads(c);
+  }
+}
+
+}  // namespace
+}  // namespace mf::runtime::dnnl_rt
+
+namespace mf::runtime::dnnl_rt {
+namespace {
+
+TEST(DnnlKernels, AnUnknownDataFormatIsRejectedByName) {
+  for (const char* op : {"conv2d", "max_pool2d", "avg_pool2d"}) {
+    std::vector<ir::TensorType> inputs = {{ir::DType::kFloat32, {1, 4, 6, 6}}};
+    ir::Attrs attrs = {{"data_format", std::string("NCWH")}};
+    if (std::string(op) == "conv2d") {
+      inputs.push_back({ir::DType::kFloat32, {4, 4, 3, 3}});
+    } else {
+      attrs["kernel"] = std::vector<int64_t>{2, 2};
+    }
+    try {
+      ir::get_op(op).infer_types(inputs, attrs);
+      ADD_FAILURE() << op << " accepted data_format NCWH";
+    } catch (const mf::Error& e) {
+      EXPECT_EQ(e.kind(), mf::ErrorKind::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(std::string(op) +
+                                           ": data_format must be 'NCHW' or 'NHWC', got 'NCWH'"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 

@@ -16,27 +16,17 @@
 #include "ir/printer.h"
 #include "runtime/graph_executor.h"
 #include "runtime/storage.h"
+#include "tests/runtime/tensor_args.h"
 
 namespace mf::runtime {
 namespace {
 
+using testing::f32;
+using testing::random_arg;
+
 using ir::DType;
 using ir::Graph;
 using ir::TensorType;
-
-TensorType f32(ir::Shape shape) {
-  return {DType::kFloat32, std::move(shape)};
-}
-
-TensorArg random_arg(const TensorType& type, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  std::vector<float> values(ir::num_elements(type.shape));
-  for (float& v : values) v = dist(rng);
-  TensorArg arg{type, default_pool().allocate(std::max<size_t>(values.size() * 4, 64), "test")};
-  std::memcpy(arg.buffer->data(), values.data(), values.size() * sizeof(float));
-  return arg;
-}
 
 bool same_bits(const TensorArg& a, const TensorArg& b) {
   const size_t n = ir::num_elements(a.type.shape) * ir::dtype_size(a.type.dtype);
@@ -82,7 +72,7 @@ std::vector<size_t> expect_fused_equals_unfused(const Builder& build,
                                                 const std::vector<std::string>& force_expand = {}) {
   std::vector<TensorArg> inputs;
   for (size_t i = 0; i < input_types.size(); ++i)
-    inputs.push_back(random_arg(input_types[i], 7 + i));
+    inputs.push_back(random_arg(input_types[i], 7 + i, 2.0f));
   const Compiled plain = compile_at(build, 0, passes::JitLevel::kO0, {});
   EXPECT_EQ(plain.fused, 0u);
   const std::vector<TensorArg> level0 = run(plain, inputs, 1, false);

@@ -2,6 +2,7 @@
 // control flow (call/cond/while, max_call_depth), input checks, error context and allocation reuse.
 
 #include "runtime/graph_executor.h"
+#include "tests/runtime/tensor_args.h"
 
 #include <gtest/gtest.h>
 
@@ -18,27 +19,13 @@
 namespace mf::runtime {
 namespace {
 
+using testing::f32;
+using testing::make_arg;
+using testing::random_arg;
+
 using ir::DType;
 using ir::Graph;
 using ir::TensorType;
-
-TensorType f32(ir::Shape shape) {
-  return {DType::kFloat32, std::move(shape)};
-}
-
-TensorArg make_arg(const TensorType& type, const std::vector<float>& values) {
-  TensorArg arg{type, default_pool().allocate(std::max<size_t>(values.size() * 4, 64), "test")};
-  std::memcpy(arg.buffer->data(), values.data(), values.size() * sizeof(float));
-  return arg;
-}
-
-TensorArg random_arg(const TensorType& type, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> values(ir::num_elements(type.shape));
-  for (float& v : values) v = dist(rng);
-  return make_arg(type, values);
-}
 
 std::vector<float> values_of(const TensorArg& arg) {
   std::vector<float> out(ir::num_elements(arg.type.shape));

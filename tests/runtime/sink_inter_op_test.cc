@@ -15,27 +15,17 @@
 #include "passes/plan_memory.h"
 #include "runtime/graph_executor.h"
 #include "runtime/memory_pool.h"
+#include "tests/runtime/tensor_args.h"
 
 namespace mf::runtime {
 namespace {
 
+using testing::f32;
+using testing::random_arg;
+
 using ir::DType;
 using ir::Graph;
 using ir::TensorType;
-
-TensorType f32(ir::Shape shape) {
-  return {DType::kFloat32, std::move(shape)};
-}
-
-TensorArg random_arg(const TensorType& type, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> values(ir::num_elements(type.shape));
-  for (float& v : values) v = dist(rng);
-  TensorArg arg{type, default_pool().allocate(std::max<size_t>(values.size() * 4, 64), "test")};
-  std::memcpy(arg.buffer->data(), values.data(), values.size() * sizeof(float));
-  return arg;
-}
 
 std::shared_ptr<const Plan> plan_of(const Graph& g, passes::MemoryLevel level) {
   ir::verify(g);

@@ -13,19 +13,15 @@ if(MODEFLOW_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
 endif()
 # oneDNN (libdnnl-dev: 2.6, OpenMP CPU runtime) runs conv2d, matmul and the pools
-# (runtime/dnnl/). Debian ships dnnl-config.cmake (DNNL::dnnl), which also asks for OpenCL's
-# package for its GPU runtime; where that fails, the library and headers are found directly.
-find_package(dnnl CONFIG QUIET)
-if(TARGET DNNL::dnnl)
-  set(MODEFLOW_DNNL_TARGET DNNL::dnnl)
-else()
-  find_library(MODEFLOW_DNNL_LIBRARY NAMES dnnl REQUIRED)
-  find_path(MODEFLOW_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp REQUIRED)
-  add_library(modeflow_dnnl INTERFACE IMPORTED)
-  target_link_libraries(modeflow_dnnl INTERFACE "${MODEFLOW_DNNL_LIBRARY}")
-  target_include_directories(modeflow_dnnl INTERFACE "${MODEFLOW_DNNL_INCLUDE_DIR}")
-  set(MODEFLOW_DNNL_TARGET modeflow_dnnl)
-endif()
+# (runtime/dnnl/). Found directly, not through Debian's dnnl-config.cmake: that file asks for
+# OpenCL (REQUIRED, for its GPU runtime), which a machine without ocl-icd-opencl-dev lacks, and a
+# REQUIRED inside a config file fails the configure even when the outer lookup is QUIET.
+find_library(MODEFLOW_DNNL_LIBRARY NAMES dnnl REQUIRED)
+find_path(MODEFLOW_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp REQUIRED)
+add_library(modeflow_dnnl INTERFACE IMPORTED)
+target_link_libraries(modeflow_dnnl INTERFACE "${MODEFLOW_DNNL_LIBRARY}")
+target_include_directories(modeflow_dnnl INTERFACE "${MODEFLOW_DNNL_INCLUDE_DIR}")
+set(MODEFLOW_DNNL_TARGET modeflow_dnnl)
 # libgomp, for omp_set_num_threads: the kernels bound oneDNN's OpenMP team to runtime_num_threads.
 # Linked, never -fopenmp: that would also turn on Eigen's own OpenMP parallelism.
 find_library(MODEFLOW_GOMP_LIBRARY NAMES gomp libgomp.so.1

@@ -54,13 +54,15 @@ constexpr PassEntry kGraphPipeline[] = {
   {"algebraic-simplification",         plain<make_algebraic_simplification>,        JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},
   {"common-subexpression-elimination", plain<make_cse>,                             JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},
   {"dead-code-elimination",            plain<make_dead_code_elimination>,           JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},
-  // Graph-kernel fusion: expand composites, simplify what expansion exposed (2), stitch rows (3),
-  // fuse elementwise chains (1), fold bias adds left alone into their matmuls (2), merge
-  // independent small kernels (3), then simplify inside and around the fused kernels' bodies (2).
+  // Graph-kernel fusion: expand composites, simplify what expansion exposed (2), take a
+  // convolution's residual add and relu into it (1), stitch rows (3), fuse elementwise chains (1),
+  // fold bias adds left alone into their matmuls (2), merge independent small kernels (3), then
+  // simplify inside and around the fused kernels' bodies (2).
   {"expand-composite-ops",             make_expand_composite_ops,                   JitLevel::kO0, 1, Group::kNone,           Phase::kFrontend},
   {"algebraic-simplification",         plain<make_algebraic_simplification>,        JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
   {"common-subexpression-elimination", plain<make_cse>,                             JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
   {"dead-code-elimination",            plain<make_dead_code_elimination>,           JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
+  {"conv-epilogue-fusion",             make_conv_epilogue_fusion,                   JitLevel::kO0, 1, Group::kNone,           Phase::kFrontend},
   {"stitch-fusion",                    make_stitch_fusion,                          JitLevel::kO0, 3, Group::kNone,           Phase::kFrontend, Extra::kStitch},
   {"elementwise-fusion",               make_elementwise_fusion,                     JitLevel::kO0, 1, Group::kNone,           Phase::kFrontend},
   {"matmul-epilogue-fusion",           make_matmul_epilogue_fusion,                 JitLevel::kO0, 2, Group::kNone,           Phase::kFrontend},

@@ -53,7 +53,9 @@ const std::map<std::string, std::array<int, 3>>& expected_fused_kernels() {
 // The fusion passes that report at each opt_level.
 std::set<std::string> expected_passes(int level) {
   std::set<std::string> passes;
-  if (level >= 1) passes.insert({"elementwise-fusion", "expand-composite-ops"});
+  if (level >= 1) {
+    passes.insert({"conv-epilogue-fusion", "elementwise-fusion", "expand-composite-ops"});
+  }
   if (level >= 2) passes.insert("matmul-epilogue-fusion");
   if (level >= 3) passes.insert({"parallel-fusion", "stitch-fusion"});
   return passes;

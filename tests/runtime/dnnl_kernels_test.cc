@@ -183,6 +183,60 @@ void expect_same_bits_at_1_and_2_threads(const DeterminismCase& c) {
       << "two runs differ";
 }
 
+// conv-epilogue-fusion's promise at the kernel: conv2d with residual=true and activation "relu"
+// gives the bytes of conv2d, then add, then relu, as three kernels. Covered: the plain-layout
+// path (1x1, small planes), the blocked path whose output is reordered back to NCHW (the residual
+// reordered in), channels-last, depthwise and grouped (where a bias and a residual together stop
+// the post-ops), with and without bias, deterministic or not, 1 and 2 threads.
+TEST(DnnlKernels, FusedEpilogueGivesTheBytesOfTheSeparateOps) {
+  const ir::DType f = ir::DType::kFloat32;
+  ir::Attrs nhwc = conv({1, 1}, {1, 1}, 1);
+  nhwc["data_format"] = std::string("NHWC");
+  ir::Attrs nhwc_dw = conv({1, 1}, {1, 1}, 16);
+  nhwc_dw["data_format"] = std::string("NHWC");
+  const std::vector<DeterminismCase> cases = {
+      {"conv2d", {{f, {1, 16, 20, 20}}, {f, {16, 16, 3, 3}}, {f, {16}}}, conv({1, 1}, {1, 1}, 1)},
+      {"conv2d", {{f, {2, 16, 9, 9}}, {f, {32, 16, 1, 1}}}, conv({1, 1}, {0, 0}, 1)},
+      {"conv2d", {{f, {1, 8, 7, 7}}, {f, {8, 8, 3, 3}}}, conv({1, 1}, {1, 1}, 1)},
+      {"conv2d", {{f, {1, 20, 20, 16}}, {f, {16, 16, 3, 3}}}, nhwc},
+      {"conv2d", {{f, {1, 15, 15, 16}}, {f, {16, 1, 3, 3}}, {f, {16}}}, nhwc_dw},
+      {"conv2d", {{f, {1, 15, 15, 16}}, {f, {16, 1, 3, 3}}}, nhwc_dw},
+      {"conv2d", {{f, {1, 16, 20, 20}}, {f, {16, 1, 3, 3}}, {f, {16}}}, conv({1, 1}, {1, 1}, 16)},
+      {"conv2d", {{f, {1, 16, 20, 20}}, {f, {32, 4, 3, 3}}, {f, {32}}}, conv({1, 1}, {1, 1}, 4)},
+  };
+  for (const DeterminismCase& c : cases) {
+    SCOPED_TRACE(ir::shape_to_string(c.inputs[0].shape) + " * " +
+                 ir::shape_to_string(c.inputs[1].shape));
+    ir::Attrs attrs = c.attrs;
+    const ir::TensorType y = ir::get_op("conv2d").infer_types(c.inputs, attrs)[0];
+    std::vector<ir::TensorType> types = c.inputs;
+    types.push_back(y);
+    std::vector<HostTensor> in = random_inputs(types, 11);
+    std::vector<HostTensor> core(in.begin(), in.end() - 1);
+    ir::Attrs fused = attrs;
+    fused["residual"] = true;
+    fused["activation"] = std::string("relu");
+    ir::Attrs relu_only = attrs;
+    relu_only["activation"] = std::string("relu");
+    for (bool deterministic : {false, true}) {
+      for (int threads : {1, 2}) {
+        HostTensor conv_out = run("conv2d", core, attrs, threads, deterministic);
+        std::vector<HostTensor> sum_in = {conv_out, in.back()};
+        HostTensor sum = run("add", sum_in, {}, threads, deterministic);
+        std::vector<HostTensor> relu_in = {sum};
+        const HostTensor separate = run("relu", relu_in, {}, threads, deterministic);
+        const HostTensor one_kernel = run("conv2d", in, fused, threads, deterministic);
+        EXPECT_TRUE(separate.same_bytes(one_kernel))
+            << "residual + relu, deterministic " << deterministic << ", threads " << threads;
+        std::vector<HostTensor> conv_in = {conv_out};
+        const HostTensor relu_separate = run("relu", conv_in, {}, threads, deterministic);
+        EXPECT_TRUE(relu_separate.same_bytes(run("conv2d", core, relu_only, threads, deterministic)))
+            << "relu, deterministic " << deterministic << ", threads " << threads;
+      }
+    }
+  }
+}
+
 TEST(DnnlKernels, DeterministicConvGivesTheSameBytesAtOneAndTwoThreads) {
   const ir::DType f = ir::DType::kFloat32;
   const std::vector<DeterminismCase> cases = {

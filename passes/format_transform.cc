@@ -48,9 +48,6 @@ Value transposed(Graph& g, Node* before, Value v, const std::vector<int64_t>& pe
 bool to_channels_last(Graph& g, Node& n) {
   if (!is_layout_op(n) || n.output_type().dtype != ir::DType::kFloat32) return false;
   if (ir::attr_string(n.attrs(), "data_format", n.op()) != "NCHW") return false;
-  // A convolution with a fused residual reads a second activation; conv-epilogue-fusion runs after
-  // this pass, so such a node only comes from a dumped graph: it keeps its format.
-  if (n.op() == "conv2d" && ir::attr_bool(n.attrs(), "residual", "conv2d")) return false;
   std::vector<Value> inputs(n.inputs().begin(), n.inputs().end());
   inputs[0] = transposed(g, &n, inputs[0], kToChannelsLast);
   ir::Attrs attrs = n.attrs();

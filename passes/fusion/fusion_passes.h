@@ -13,8 +13,8 @@ namespace mf::passes {
 // "expand-composite-ops" (opt_level 1): composite ops replaced by their expanders' basic ops,
 // where the expansion is bit-exact unless a flag asks for it by name.
 std::unique_ptr<Pass> make_expand_composite_ops(const CompileOptions& options);
-// "conv-epilogue-fusion" (opt_level 1): a float32 conv2d's only user, a residual add of the
-// result's type and/or a relu after it, runs inside the convolution (oneDNN post-ops).
+// "conv-epilogue-fusion" (opt_level 1): a relu or clip that is a float32 conv2d's only user runs
+// inside the convolution (a oneDNN eltwise post-op).
 std::unique_ptr<Pass> make_conv_epilogue_fusion(const CompileOptions& options);
 // "elementwise-fusion" (opt_level 1; several outputs and recompute from 2): chains of
 // elementwise/broadcast ops, with reductions as tails, become `fused` nodes.

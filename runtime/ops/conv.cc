@@ -10,11 +10,11 @@
 // a chain of them passes activations in oneDNN's channels-last layout with no reorder between
 // them. Both formats run the same oneDNN primitive: in NCHW the kernel reorders x in and y out.
 //
-// An epilogue may follow the convolution inside the same kernel (conv-epilogue-fusion, fusion
-// opt_level 1: passes/fusion/conv_epilogue_fusion.cc): `residual` adds the last input (a tensor of
-// y's type, such as a residual branch) after the bias, then `activation` "relu" clamps at zero. In
-// float32 they are oneDNN post-ops applied while each output block is in cache (a binary add of the
-// residual, then an eltwise relu), each rounded as the separate add and relu round it.
+// An activation may follow the convolution inside the same kernel (conv-epilogue-fusion, fusion
+// opt_level 1: passes/fusion/conv_epilogue_fusion.cc): `activation` "relu" (max(y, 0)) or "clip"
+// (min(max(y, clip_min), clip_max), ReLU6 being clip 0..6). In float32 it is a oneDNN eltwise
+// post-op applied while each output block is in cache; relu and clip are exact, so the result has
+// the bits of the separate ops.
 //
 // Padding is [pad_h, pad_w] (both sides) or [top, bottom, left, right]; output sizes round down, as
 // in PyTorch and MindSpore's "pad" mode. avg_pool2d divides by the number of elements inside the
@@ -25,6 +25,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -185,40 +186,49 @@ RefTensor ref_to_nhwc(const RefTensor& t) {
 
 // ---- conv2d ----
 
-// What follows the convolution inside the kernel (see the file comment).
-struct ConvEpilogue {
-  bool residual = false;  // the last input is added after the bias
-  bool relu = false;      // then max(y, 0)
+// The activation that follows the convolution inside the kernel (see the file comment).
+struct ConvActivation {
+  enum class Kind { kNone, kRelu, kClip };
+  Kind kind = Kind::kNone;
+  double lo = 0, hi = 0;  // kClip's bounds
+
+  // As the separate ops compute it: relu is std::max(y, 0) (Eigen's pmax), clip is maximum then
+  // minimum.
+  template <typename T>
+  T apply(T v) const {
+    if (kind == Kind::kRelu) return std::max(v, T(0));
+    if (kind == Kind::kClip) return std::min(std::max(v, T(lo)), T(hi));
+    return v;
+  }
 };
 
-ConvEpilogue conv_epilogue(const Attrs& attrs) {
-  ConvEpilogue e;
-  e.residual = ir::attr_bool(attrs, "residual", "conv2d");
-  const std::string& activation = ir::attr_string(attrs, "activation", "conv2d");
-  MF_CHECK(activation == "none" || activation == "relu", InvalidArgument,
-           "conv2d: activation must be 'none' or 'relu', got '", activation, "'");
-  e.relu = activation == "relu";
-  return e;
-}
-
-// How many inputs the convolution itself reads: x, weight and an optional bias.
-size_t conv_core_inputs(size_t inputs, const ConvEpilogue& e) {
-  return inputs - (e.residual ? 1 : 0);
-}
-
-// The epilogue as its own pass over y (float64, which oneDNN does not run): y and the residual
-// share one layout, so this is elementwise whatever the data format.
-template <typename T>
-void apply_epilogue(const ir::KernelContext& ctx, const ConvEpilogue& e) {
-  T* y = ctx.outputs[0].as<T>();
-  const int64_t n = ir::num_elements(ctx.outputs[0].type.shape);
-  const T* r = e.residual ? ctx.inputs.back().as<T>() : nullptr;
-  for (int64_t i = 0; i < n; ++i) {
-    T v = y[i];
-    if (r != nullptr) v += r[i];
-    if (e.relu) v = v > T(0) ? v : T(0);
-    y[i] = v;
+ConvActivation conv_activation(const Attrs& attrs) {
+  ConvActivation a;
+  const std::string& name = ir::attr_string(attrs, "activation", "conv2d");
+  if (name == "relu") {
+    a.kind = ConvActivation::Kind::kRelu;
+  } else if (name == "clip") {
+    a.kind = ConvActivation::Kind::kClip;
+    a.lo = ir::attr_float(attrs, "clip_min", "conv2d");
+    a.hi = ir::attr_float(attrs, "clip_max", "conv2d");
+    MF_CHECK(a.lo <= a.hi, InvalidArgument, "conv2d: clip_min (", a.lo,
+             ") must not be above clip_max (", a.hi, ")");
+  } else {
+    MF_CHECK(name == "none", InvalidArgument,
+             "conv2d: activation must be 'none', 'relu' or 'clip', got '", name, "'");
   }
+  return a;
+}
+
+// The activation as its own pass over y (float64, which oneDNN does not run, and the plain-layout
+// float32 path).
+template <typename T>
+void apply_activation(const ir::KernelContext& ctx, const ConvActivation& a) {
+  if (a.kind == ConvActivation::Kind::kNone) return;
+  T* y = ctx.outputs[0].as<T>();
+  parallel_for(ir::num_elements(ctx.outputs[0].type.shape), 16384, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = a.apply(y[i]);
+  });
 }
 
 Window conv_window(const Shape& x, const Shape& w, const Attrs& attrs) {
@@ -228,11 +238,7 @@ Window conv_window(const Shape& x, const Shape& w, const Attrs& attrs) {
 std::vector<TensorType> infer_conv2d(std::span<const TensorType> in, const Attrs& attrs) {
   check_nchw("conv2d", in[0]);
   common_dtype("conv2d", in);
-  const ConvEpilogue epilogue = conv_epilogue(attrs);
-  const size_t core = conv_core_inputs(in.size(), epilogue);
-  MF_CHECK(core == 2 || core == 3, InvalidArgument,
-           "conv2d: takes x, weight and an optional bias, plus the residual when residual=true; got ",
-           in.size(), " inputs with residual=", epilogue.residual ? "true" : "false");
+  conv_activation(attrs);  // checked here, before any kernel
   const bool last = channels_last("conv2d", attrs);
   const Shape x = nchw_sizes(in[0].shape, last);
   const Shape& w = in[1].shape;
@@ -246,17 +252,12 @@ std::vector<TensorType> infer_conv2d(std::span<const TensorType> in, const Attrs
   MF_CHECK(w[1] * groups == x[1], InvalidArgument, "conv2d: weight ", ir::shape_to_string(w),
            " expects ", w[1], " channels per group, but x ", ir::shape_to_string(x), " has ", x[1],
            " channels in ", groups, " group(s) (", x[1] / groups, " per group)");
-  if (core == 3) {
+  if (in.size() == 3) {
     MF_CHECK(in[2].shape == Shape{w[0]}, InvalidArgument, "conv2d: bias must have shape (", w[0],
              "), got ", ir::shape_to_string(in[2].shape));
   }
   const Window win = conv_window(x, w, attrs);
-  const TensorType y{in[0].dtype, in_format({x[0], w[0], win.oh, win.ow}, last)};
-  if (epilogue.residual) {
-    MF_CHECK(in.back() == y, InvalidArgument, "conv2d: the residual must have the output's type ",
-             ir::type_to_string(y), ", got ", ir::type_to_string(in.back()));
-  }
-  return {y};
+  return {{in[0].dtype, in_format({x[0], w[0], win.oh, win.ow}, last)}};
 }
 
 template <typename T>
@@ -331,14 +332,11 @@ struct DnnlConv {
   dnnl::memory::desc src, weights, bias, dst;  // what the primitive reads and writes
   dnnl::memory::desc scratchpad;
   dnnl::memory::desc user_src, user_weights, user_dst;  // the plain tensors
-  // Plain -> primitive layouts and back; empty (no handle) when the layouts agree. residual_in
-  // brings the residual (in y's plain layout) to the primitive's dst layout for the add post-op.
-  dnnl::reorder src_in, weights_in, dst_out, residual_in;
-  bool has_bias = false;
-  bool residual = false;
-  // The epilogue runs as post-ops inside the primitive, or (plain layouts) as a pass after it.
-  bool epilogue_after = false;
-  bool relu_after = false;
+  // Plain -> primitive layouts and back; empty (no handle) when the layouts agree.
+  dnnl::reorder src_in, weights_in, dst_out;
+  // The activation the kernel applies after the primitive; kNone when the primitive applies it
+  // (a post-op) or there is none.
+  ConvActivation activation_after;
 };
 
 using dnnl_dims = dnnl::memory::dims;
@@ -383,16 +381,18 @@ std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, cons
   const Shape& ws = in[1].shape;
   const Window win = conv_window(xs, ws, attrs);
   const int64_t groups = ir::attr_int(attrs, "groups", "conv2d");
-  const ConvEpilogue epilogue = conv_epilogue(attrs);
-  const bool has_bias = conv_core_inputs(in.size(), epilogue) == 3;
+  const bool has_bias = in.size() == 3;
+  const ConvActivation activation = conv_activation(attrs);
   // Channels-last activations always run the channels-last primitive.
   const bool blocked = last || use_blocked_layout(ws, win, groups, deterministic);
   dnnl_rt::PrimitiveKey key("conv2d");
   key.add(std::span<const int64_t>(xs))
       .add(std::span<const int64_t>(ws))
       .add({win.sh, win.sw, win.top, win.bottom, win.left, win.right, win.dh, win.dw, groups,
-            has_bias ? 1 : 0, blocked ? 1 : 0, last ? 1 : 0, threads, epilogue.residual ? 1 : 0,
-            epilogue.relu ? 1 : 0});
+            has_bias ? 1 : 0, blocked ? 1 : 0, last ? 1 : 0, threads,
+            static_cast<int64_t>(activation.kind)})
+      .add(std::bit_cast<int64_t>(activation.lo))
+      .add(std::bit_cast<int64_t>(activation.hi));
   return dnnl_rt::primitive_cache().get<DnnlConv>(key, [&] {
     using tag = dnnl::memory::format_tag;
     const auto f32 = dnnl::memory::data_type::f32;
@@ -422,22 +422,21 @@ std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, cons
         {win.bottom, win.right});
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    // The epilogue in the order the unfused ops run: (conv + bias) + residual, then relu. Only
-    // where oneDNN keeps that order does it run as post-ops: the direct kernels of ungrouped
-    // convolutions (and relu alone on grouped ones). The plain layouts' im2col + sgemm
-    // convolution, and the depthwise kernel given a bias and a residual, add the bias in another
-    // order once they have post-ops (bits changed against the unfused ops: dnnl_kernels_test), so
-    // there the epilogue is a pass of its own over the output after the primitive.
-    conv->has_bias = has_bias;
-    conv->residual = epilogue.residual;
-    if (blocked && (groups == 1 || !epilogue.residual)) {
+    // The activation as an eltwise post-op on the direct kernels. The plain layouts' im2col +
+    // sgemm convolution adds the bias in another order once it has a post-op (bits changed
+    // against the unfused ops: dnnl_kernels_test), so there it is a pass after the primitive.
+    if (!blocked) {
+      conv->activation_after = activation;
+    } else if (activation.kind != ConvActivation::Kind::kNone) {
       dnnl::post_ops post_ops;
-      if (epilogue.residual) post_ops.append_binary(dnnl::algorithm::binary_add, dst);
-      if (epilogue.relu) post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      if (activation.kind == ConvActivation::Kind::kRelu) {
+        post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      } else {
+        post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip,
+                                static_cast<float>(activation.lo),
+                                static_cast<float>(activation.hi));
+      }
       attr.set_post_ops(post_ops);
-    } else {
-      conv->epilogue_after = epilogue.residual || epilogue.relu;
-      conv->relu_after = epilogue.relu;
     }
     const dnnl::convolution_forward::primitive_desc pd(desc, attr, dnnl_rt::cpu_engine());
     conv->primitive = dnnl::convolution_forward(pd);
@@ -448,14 +447,13 @@ std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, cons
     conv->src_in = make_reorder(conv->user_src, conv->src);
     conv->weights_in = make_reorder(conv->user_weights, conv->weights);
     conv->dst_out = make_reorder(conv->dst, conv->user_dst);
-    if (epilogue.residual && !conv->epilogue_after) conv->residual_in = make_reorder(conv->user_dst, conv->dst);
     return std::shared_ptr<const DnnlConv>(conv);
   });
 }
 
 // Per-thread scratch for reordered tensors, grown as needed and kept.
 float* scratch(int slot, size_t bytes) {
-  thread_local std::vector<float> buffers[4];
+  thread_local std::vector<float> buffers[3];
   std::vector<float>& b = buffers[slot];
   if (b.size() * sizeof(float) < bytes) b.resize((bytes + sizeof(float) - 1) / sizeof(float));
   return b.data();
@@ -482,8 +480,8 @@ void conv2d_dnnl(const ir::KernelContext& ctx) {
       prepared->deterministic == ctx.deterministic) {
     conv = prepared->conv;
   } else {
-    std::vector<TensorType> in;
-    for (const ir::TensorView& v : ctx.inputs) in.push_back(v.type);
+    std::vector<TensorType> in = {ctx.inputs[0].type, ctx.inputs[1].type};
+    if (ctx.inputs.size() == 3) in.push_back(ctx.inputs[2].type);
     conv = dnnl_conv2d(in, ctx.attrs, threads, ctx.deterministic);
     if (prepared != nullptr && prepared->conv->weights != conv->weights) prepared = nullptr;
   }
@@ -512,45 +510,24 @@ void conv2d_dnnl(const ir::KernelContext& ctx) {
                  dnnl::memory(conv->scratchpad, engine,
                               dnnl_rt::thread_scratchpad(conv->scratchpad.get_size())));
   }
-  if (conv->has_bias) {
+  if (ctx.inputs.size() == 3) {
     args.emplace(DNNL_ARG_BIAS, dnnl::memory(conv->bias, engine, ctx.inputs[2].data));
-  }
-  if (conv->residual && !conv->epilogue_after) {
-    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
-                 operand(conv->residual_in, conv->user_dst, conv->dst, ctx.inputs.back().data, 3));
   }
   conv->primitive.execute(stream, args);
   if (conv->dst_out) conv->dst_out.execute(stream, dst, user_dst);
   stream.wait();
-  if (conv->epilogue_after) {
-    // As the add and relu kernels round: a float32 sum, then std::max's max(y, 0) (Eigen's pmax).
-    float* y = ctx.outputs[0].as<float>();
-    const float* r = conv->residual ? ctx.inputs.back().as<float>() : nullptr;
-    const bool relu = conv->relu_after;
-    parallel_for(ir::num_elements(ctx.outputs[0].type.shape), 16384,
-                 [&](int64_t begin, int64_t end) {
-                   for (int64_t i = begin; i < end; ++i) {
-                     float v = y[i];
-                     if (r != nullptr) v += r[i];
-                     if (relu) v = std::max(v, 0.f);
-                     y[i] = v;
-                   }
-                 });
-  }
+  apply_activation<float>(ctx, conv->activation_after);
 }
 
 void conv2d_kernel(const ir::KernelContext& ctx) {
   // oneDNN convolves float32 only: float64 keeps the im2col + Eigen path.
   if (ctx.outputs[0].type.dtype == DType::kFloat64) {
-    const ConvEpilogue epilogue = conv_epilogue(ctx.attrs);
-    const ir::KernelContext core{ctx.inputs.first(conv_core_inputs(ctx.inputs.size(), epilogue)),
-                                 ctx.outputs, ctx.attrs, ctx.op_name, ctx.deterministic};
     if (channels_last("conv2d", ctx.attrs)) {
-      run_nhwc_as_nchw(core, conv2d_typed<double>);
+      run_nhwc_as_nchw(ctx, conv2d_typed<double>);
     } else {
-      conv2d_typed<double>(core);
+      conv2d_typed<double>(ctx);
     }
-    return apply_epilogue<double>(ctx, epilogue);
+    return apply_activation<double>(ctx, conv_activation(ctx.attrs));
   }
   if (ir::num_elements(ctx.outputs[0].type.shape) == 0) return;
   conv2d_dnnl(ctx);
@@ -612,18 +589,22 @@ std::vector<RefTensor> conv2d_nchw_reference(std::span<const RefTensor> in, cons
 }
 
 std::vector<RefTensor> conv2d_reference(std::span<const RefTensor> in, const Attrs& attrs) {
-  const ConvEpilogue epilogue = conv_epilogue(attrs);
-  std::vector<RefTensor> core(in.begin(), in.begin() + conv_core_inputs(in.size(), epilogue));
   RefTensor y;
   if (!channels_last("conv2d", attrs)) {
-    y = conv2d_nchw_reference(core, attrs)[0];
+    y = conv2d_nchw_reference(in, attrs)[0];
   } else {
-    core[0] = ref_to_nchw(core[0]);
-    y = ref_to_nhwc(conv2d_nchw_reference(core, attrs)[0]);
+    std::vector<RefTensor> nchw(in.begin(), in.end());
+    nchw[0] = ref_to_nchw(in[0]);
+    y = ref_to_nhwc(conv2d_nchw_reference(nchw, attrs)[0]);
   }
-  for (size_t i = 0; i < y.values.size(); ++i) {
-    if (epilogue.residual) y.values[i] += in.back().values[i];
-    if (epilogue.relu) y.values[i] = y.values[i] > 0 ? y.values[i] : 0.0;
+  // Written out, not ConvActivation::apply: the reference is independent of the kernel's code.
+  const std::string& activation = std::get<std::string>(attrs.at("activation"));
+  for (double& v : y.values) {
+    if (activation == "relu") v = v > 0 ? v : 0.0;
+    if (activation == "clip") {
+      v = std::min(std::max(v, std::get<double>(attrs.at("clip_min"))),
+                   std::get<double>(attrs.at("clip_max")));
+    }
   }
   return {y};
 }
@@ -633,9 +614,10 @@ ir::Attrs channels_last_attrs(ir::Attrs attrs) {
   return attrs;
 }
 
-ir::Attrs epilogue_attrs(ir::Attrs attrs, bool residual, std::string activation) {
-  attrs["residual"] = residual;
+ir::Attrs activation_attrs(ir::Attrs attrs, std::string activation, double lo = 0, double hi = 0) {
   attrs["activation"] = std::move(activation);
+  attrs["clip_min"] = lo;
+  attrs["clip_max"] = hi;
   return attrs;
 }
 
@@ -646,7 +628,7 @@ ir::Attrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> padding,
 
 const ir::OpRegistration kConv2d =
     ir::define_op("conv2d")
-        .inputs(2, 4)
+        .inputs(2, 3)
         .attr("stride", ir::AttrKind::kInts, std::vector<int64_t>{1, 1}, "[stride_h, stride_w]")
         .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0},
               "[pad_h, pad_w] or [top, bottom, left, right], zeros")
@@ -655,10 +637,10 @@ const ir::OpRegistration kConv2d =
         .attr("groups", ir::AttrKind::kInt, int64_t{1}, "channel groups; divides C and O")
         .attr("data_format", ir::AttrKind::kString, std::string("NCHW"),
               "'NCHW', or 'NHWC' for channels-last x and y (weights stay OIHW)")
-        .attr("residual", ir::AttrKind::kBool, false,
-              "the last input (y's type) is added after the bias (conv-epilogue-fusion)")
         .attr("activation", ir::AttrKind::kString, std::string("none"),
-              "'none', or 'relu' applied last (conv-epilogue-fusion)")
+              "'none', 'relu' or 'clip', applied to y in the kernel (conv-epilogue-fusion)")
+        .attr("clip_min", ir::AttrKind::kFloat, 0.0, "the lower bound of activation 'clip'")
+        .attr("clip_max", ir::AttrKind::kFloat, 0.0, "the upper bound of activation 'clip'")
         .traits(Trait::kOpaque | Trait::kPure)
         .infer(infer_conv2d)
         .kernel(conv2d_kernel)
@@ -701,17 +683,15 @@ const ir::OpRegistration kConv2d =
                    channels_last_attrs(conv_attrs({2, 2}, {1, 1}, {1, 1}, 8))),
             sample({f32({1, 5, 5, 16}), f32({8, 16, 1, 1})},
                    channels_last_attrs(conv_attrs({1, 1}, {0, 0}, {1, 1}, 1))),
-            // Epilogues (conv-epilogue-fusion): relu; bias, residual and relu; residual in both
-            // formats and on the blocked-layout path (a 3x3 over 16x16).
+            // Activations (conv-epilogue-fusion): relu on the plain path; clip (ReLU6) on the
+            // blocked path in both formats, depthwise, with bias.
             sample({f32({1, 3, 8, 8}), f32({4, 3, 3, 3})},
-                   epilogue_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 1), false, "relu")),
-            sample({f32({2, 4, 6, 6}), f32({4, 4, 3, 3}), f32({4}), f32({2, 4, 6, 6})},
-                   epilogue_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 1), true, "relu")),
-            sample({f32({1, 8, 16, 16}), f32({8, 8, 3, 3}), f32({1, 8, 16, 16})},
-                   epilogue_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 1), true, "none")),
-            sample({f32({1, 9, 9, 8}), f32({8, 1, 3, 3}), f32({8}), f32({1, 9, 9, 8})},
-                   epilogue_attrs(channels_last_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 8)),
-                                  true, "relu")),
+                   activation_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 1), "relu")),
+            sample({f32({1, 8, 16, 16}), f32({8, 8, 3, 3}), f32({8})},
+                   activation_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 1), "clip", -0.25, 0.5)),
+            sample({f32({1, 9, 9, 8}), f32({8, 1, 3, 3}), f32({8})},
+                   activation_attrs(channels_last_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 8)),
+                                    "clip", 0.0, 0.25)),
         })
         .tolerance(1e-4)
         .doc("2-D convolution (cross-correlation) of NCHW x with OIHW weight, optional bias (O)");

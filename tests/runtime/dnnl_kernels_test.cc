@@ -183,12 +183,12 @@ void expect_same_bits_at_1_and_2_threads(const DeterminismCase& c) {
       << "two runs differ";
 }
 
-// conv-epilogue-fusion's promise at the kernel: conv2d with residual=true and activation "relu"
-// gives the bytes of conv2d, then add, then relu, as three kernels. Covered: the plain-layout
-// path (1x1, small planes), the blocked path whose output is reordered back to NCHW (the residual
-// reordered in), channels-last, depthwise and grouped (where a bias and a residual together stop
-// the post-ops), with and without bias, deterministic or not, 1 and 2 threads.
-TEST(DnnlKernels, FusedEpilogueGivesTheBytesOfTheSeparateOps) {
+// conv-epilogue-fusion's promise at the kernel: conv2d with activation "relu" or "clip" gives the
+// bytes of conv2d, then relu (or maximum, then minimum) as kernels of their own. Covered: the
+// plain-layout path (1x1, small planes: the activation a pass after the primitive), the blocked
+// path whose output is reordered back to NCHW, channels-last, depthwise and grouped, with and
+// without bias, deterministic or not, 1 and 2 threads.
+TEST(DnnlKernels, FusedActivationGivesTheBytesOfTheSeparateOps) {
   const ir::DType f = ir::DType::kFloat32;
   ir::Attrs nhwc = conv({1, 1}, {1, 1}, 1);
   nhwc["data_format"] = std::string("NHWC");
@@ -200,38 +200,36 @@ TEST(DnnlKernels, FusedEpilogueGivesTheBytesOfTheSeparateOps) {
       {"conv2d", {{f, {1, 8, 7, 7}}, {f, {8, 8, 3, 3}}}, conv({1, 1}, {1, 1}, 1)},
       {"conv2d", {{f, {1, 20, 20, 16}}, {f, {16, 16, 3, 3}}}, nhwc},
       {"conv2d", {{f, {1, 15, 15, 16}}, {f, {16, 1, 3, 3}}, {f, {16}}}, nhwc_dw},
-      {"conv2d", {{f, {1, 15, 15, 16}}, {f, {16, 1, 3, 3}}}, nhwc_dw},
       {"conv2d", {{f, {1, 16, 20, 20}}, {f, {16, 1, 3, 3}}, {f, {16}}}, conv({1, 1}, {1, 1}, 16)},
       {"conv2d", {{f, {1, 16, 20, 20}}, {f, {32, 4, 3, 3}}, {f, {32}}}, conv({1, 1}, {1, 1}, 4)},
   };
+  const ir::TensorType scalar{f, {}};
+  HostTensor lo = HostTensor::from_doubles(scalar, {-0.25});
+  HostTensor hi = HostTensor::from_doubles(scalar, {0.5});
   for (const DeterminismCase& c : cases) {
     SCOPED_TRACE(ir::shape_to_string(c.inputs[0].shape) + " * " +
                  ir::shape_to_string(c.inputs[1].shape));
-    ir::Attrs attrs = c.attrs;
-    const ir::TensorType y = ir::get_op("conv2d").infer_types(c.inputs, attrs)[0];
-    std::vector<ir::TensorType> types = c.inputs;
-    types.push_back(y);
-    std::vector<HostTensor> in = random_inputs(types, 11);
-    std::vector<HostTensor> core(in.begin(), in.end() - 1);
-    ir::Attrs fused = attrs;
-    fused["residual"] = true;
-    fused["activation"] = std::string("relu");
-    ir::Attrs relu_only = attrs;
-    relu_only["activation"] = std::string("relu");
+    std::vector<HostTensor> in = random_inputs(c.inputs, 11);
+    ir::Attrs relu = c.attrs;
+    relu["activation"] = std::string("relu");
+    ir::Attrs clip = c.attrs;
+    clip["activation"] = std::string("clip");
+    clip["clip_min"] = -0.25;
+    clip["clip_max"] = 0.5;
     for (bool deterministic : {false, true}) {
       for (int threads : {1, 2}) {
-        HostTensor conv_out = run("conv2d", core, attrs, threads, deterministic);
-        std::vector<HostTensor> sum_in = {conv_out, in.back()};
-        HostTensor sum = run("add", sum_in, {}, threads, deterministic);
-        std::vector<HostTensor> relu_in = {sum};
-        const HostTensor separate = run("relu", relu_in, {}, threads, deterministic);
-        const HostTensor one_kernel = run("conv2d", in, fused, threads, deterministic);
-        EXPECT_TRUE(separate.same_bytes(one_kernel))
-            << "residual + relu, deterministic " << deterministic << ", threads " << threads;
-        std::vector<HostTensor> conv_in = {conv_out};
-        const HostTensor relu_separate = run("relu", conv_in, {}, threads, deterministic);
-        EXPECT_TRUE(relu_separate.same_bytes(run("conv2d", core, relu_only, threads, deterministic)))
-            << "relu, deterministic " << deterministic << ", threads " << threads;
+        SCOPED_TRACE("deterministic " + std::to_string(deterministic) + ", threads " +
+                     std::to_string(threads));
+        HostTensor conv_out = run("conv2d", in, c.attrs, threads, deterministic);
+        std::vector<HostTensor> relu_in = {conv_out};
+        EXPECT_TRUE(run("relu", relu_in, {}, threads, deterministic)
+                        .same_bytes(run("conv2d", in, relu, threads, deterministic)))
+            << "relu";
+        std::vector<HostTensor> max_in = {conv_out, lo};
+        std::vector<HostTensor> min_in = {run("maximum", max_in, {}, threads, deterministic), hi};
+        EXPECT_TRUE(run("minimum", min_in, {}, threads, deterministic)
+                        .same_bytes(run("conv2d", in, clip, threads, deterministic)))
+            << "clip";
       }
     }
   }

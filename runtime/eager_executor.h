@@ -5,6 +5,7 @@
 // and the error is rethrown at the next sync point naming the op, its scope and the call site where
 // it was submitted.
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -112,12 +113,14 @@ class EagerExecutor {
   void check_not_worker(const char* what) const;
 
   mutable std::mutex mutex_;
-  std::condition_variable work_ready_;  // the worker waits for tasks or stop_
-  std::condition_variable progress_;    // waiters for finished_
+  std::condition_variable work_ready_;   // the worker waits for tasks or stop_
+  std::condition_variable progress_;     // waiters for finished_
+  std::condition_variable space_ready_;  // a submitter waiting for room in the queue
   std::deque<Entry> queue_;
-  uint64_t last_seq_ = 0;     // the last sequence number handed out
-  uint64_t finished_ = 0;     // every task with seq <= finished_ has run or been dropped
-  bool has_pending_ = false;  // failures_.back() is captured but not yet reported
+  std::atomic<size_t> queued_{0};  // queue_.size(), read by the worker without the lock
+  uint64_t last_seq_ = 0;          // the last sequence number handed out
+  uint64_t finished_ = 0;          // every task with seq <= finished_ has run or been dropped
+  bool has_pending_ = false;       // failures_.back() is captured but not yet reported
   std::vector<Failure> failures_;
   bool synchronous_;
   int threads_;

@@ -50,6 +50,11 @@ ENGINES = {
                                              "--set", "jit_config.infer_boost=on"]),
     "o1-boost": ("mf GRAPH O1 infer_boost", ["--mode", "graph", "--set", "jit_config.jit_level=O1",
                                              "--set", "jit_config.infer_boost=on"]),
+    # The same without conv-epilogue-fusion: what taking activations into convolutions buys.
+    "o1-boost-noepi": ("mf O1 boost, no conv epilogue",
+                       ["--mode", "graph", "--set", "jit_config.jit_level=O1", "--set",
+                        "jit_config.infer_boost=on", "--set",
+                        "graph_kernel_flags=--disable_pass=conv-epilogue-fusion"]),
     "o2-boost": ("mf GRAPH O2 infer_boost", ["--mode", "graph", "--set", "jit_config.jit_level=O2",
                                              "--set", "jit_config.infer_boost=on"]),
 }

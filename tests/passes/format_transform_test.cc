@@ -4,29 +4,19 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
 
 #include "ir/graph.h"
 #include "ir/op_def.h"
 #include "passes/compiler.h"
 #include "runtime/graph_executor.h"
 #include "runtime/memory_pool.h"
+#include "tests/passes/random_weights.h"
 
 namespace mf::passes {
 namespace {
 
-std::vector<float> random_values(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-ir::Value weight(ir::Graph& g, ir::Shape shape, uint32_t seed) {
-  const int64_t n = ir::num_elements(shape);
-  return g.add_constant(std::move(shape), random_values(n, seed));
-}
+using testing::random_values;
+using testing::weight;
 
 ir::Attrs conv(int64_t stride, int64_t pad, int64_t groups = 1) {
   return {{"stride", std::vector<int64_t>{stride, stride}},

@@ -67,7 +67,8 @@ struct ConvShape {
   int64_t c, h, o, k, stride, pad, groups;
 };
 
-// resnet18 (batch 1, 224x224): every distinct conv, then a depthwise 3x3 as in mobilenet_v2.
+// resnet18 (batch 1, 224x224): every distinct conv, then a depthwise 3x3 and pointwise 1x1s as in
+// mobilenet_v2.
 const ConvShape kConvs[] = {
     {"7x7s2_3to64_224", 3, 224, 64, 7, 2, 3, 1},
     {"3x3_64to64_56", 64, 56, 64, 3, 1, 1, 1},
@@ -81,6 +82,12 @@ const ConvShape kConvs[] = {
     {"1x1s2_256to512_14", 256, 14, 512, 1, 2, 0, 1},
     {"3x3_512to512_7", 512, 7, 512, 3, 1, 1, 1},
     {"dw3x3_144_56", 144, 56, 144, 3, 1, 1, 144},
+    // mobilenet_v2's pointwise (1x1) convolutions: few input channels over large planes.
+    {"1x1_16to96_112", 16, 112, 96, 1, 1, 0, 1},
+    {"1x1_24to144_56", 24, 56, 144, 1, 1, 0, 1},
+    {"1x1_144to24_56", 144, 56, 24, 1, 1, 0, 1},
+    {"1x1_96to576_14", 96, 14, 576, 1, 1, 0, 1},
+    {"1x1_320to1280_7", 320, 7, 1280, 1, 1, 0, 1},
 };
 
 void BM_Conv(benchmark::State& state) {

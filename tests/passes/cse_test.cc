@@ -81,3 +81,30 @@ subgraph @main(%para1_x: f32(2)) {
 
 }  // namespace
 }  // namespace mf::passes
+
+namespace mf::passes {
+namespace {
+
+// Large constants are grouped by their first bytes, then compared whole: two that agree for the
+// first 4 KiB and differ in their last element stay apart; an exact copy merges.
+TEST(CseTest, ConstantsEqualInTheirFirstBytesButNotAfterStayApart) {
+  ir::Graph graph("main");
+  ir::Value x = graph.add_parameter("x", {ir::DType::kFloat32, {2048}});
+  std::vector<float> values(2048, 1.f);
+  ir::Value a = graph.add_constant<float>({2048}, values);
+  values.back() = 2.f;
+  ir::Value b = graph.add_constant<float>({2048}, values);
+  ir::Value c = graph.add_constant<float>({2048}, values);  // a copy of b
+  graph.add_output(graph.add_node("mul", {x, a})->output());
+  graph.add_output(graph.add_node("mul", {x, b})->output());
+  graph.add_output(graph.add_node("mul", {x, c})->output());
+  EXPECT_TRUE(make_cse()->run(graph));
+  ir::verify(graph);
+  // b and c merged (and so did their products); a kept its own.
+  EXPECT_EQ(graph.outputs()[1], graph.outputs()[2]);
+  EXPECT_NE(graph.outputs()[0], graph.outputs()[1]);
+  EXPECT_EQ(graph.outputs()[0].node()->input(1).constant(), a.constant());
+}
+
+}  // namespace
+}  // namespace mf::passes

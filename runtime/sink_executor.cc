@@ -1,7 +1,10 @@
 // SinkExecutor (jit O2): everything is decided when the executor is built. Every step's TensorView
-// arrays, kernel and attributes are bound once; the arena (and, for a memory-O0 plan, every pooled
-// intermediate) is allocated at the first run and kept, so a run only binds the caller's parameter
-// pointers, allocates the graph outputs (they outlive the run) and loops over the kernels.
+// arrays, kernel and attributes are bound once; the arena (memory O1) is allocated at the first run
+// and kept, so a run binds the caller's parameter pointers, allocates the graph outputs (they
+// outlive the run) and loops over the kernels. A memory-O0 plan's pooled intermediates are taken
+// from the pool when their step runs and given back after their last reader, as KernelExecutor
+// does, so the peak is the live set (kept across runs, they held every activation at once: 710 MiB
+// on a 12-layer encoder whose live set is 48 MiB).
 //
 // Control-flow steps (call/cond/while) cannot be flattened: their subgraphs run a data-dependent
 // number of times. They delegate to a nested KernelExecutor-style run of their subplans
@@ -10,6 +13,7 @@
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -36,12 +40,11 @@ struct BoundStep {
   const void* prepared = nullptr;  // KernelContext::prepared (runtime/prepared_kernels.h)
 };
 
-// A view whose pointer changes every run (a parameter or a graph output).
+// A view whose pointer changes every run (a parameter, a graph output or a pooled intermediate).
 struct Patch {
   size_t step = 0;
   bool output = false;
   size_t operand = 0;
-  int slot = 0;
 };
 
 // Runs a plan as a flat loop over pre-bound kernels with one arena kept across runs.
@@ -65,24 +68,28 @@ class SinkExecutor final : public GraphExecutor {
     if (!prepared_) prepare(pool);
 
     for (size_t i = 0; i < inputs.size(); ++i)
-      data_[plan_->parameters[i]] = inputs[i].buffer->data();
+      point(plan_->parameters[i], inputs[i].buffer->data());
     // Graph outputs get fresh buffers: the caller keeps them after the run.
     std::vector<std::shared_ptr<Buffer>> output_buffers(plan_->slots.size());
     for (int id : output_slots_) {
       output_buffers[id] = pool.allocate(std::max(plan_->slots[id].bytes, kTensorAlignment),
                                          plan_->graph->name() + " output");
-      data_[id] = output_buffers[id]->data();
-    }
-    for (const Patch& p : patches_) {
-      BoundStep& b = steps_[p.step];
-      (p.output ? b.outputs : b.inputs)[p.operand].data = data_[p.slot];
+      point(id, output_buffers[id]->data());
     }
 
+    pooled_.assign(plan_->slots.size(), nullptr);
+    struct Drop {  // an error mid-run gives the intermediates back too
+      std::vector<std::shared_ptr<Buffer>>& buffers;
+      ~Drop() { buffers.assign(buffers.size(), nullptr); }
+    } drop{pooled_};
     if (options.inter_op_parallelism > 1 && steps_.size() > 1) {
-      run_parallel(options);
+      run_parallel(options, pool);
     } else {
       ScopedIntraOpThreads threads(options.intra_op_threads);
-      for (BoundStep& b : steps_) run_step(b, options);
+      for (BoundStep& b : steps_) {
+        run_step(b, options, pool);
+        for (int slot : b.step->release_after) pooled_[slot].reset();
+      }
     }
 
     std::vector<TensorArg> out;
@@ -112,7 +119,22 @@ class SinkExecutor final : public GraphExecutor {
   }
 
  private:
-  void run_step(BoundStep& b, const RunOptions& options) {
+  // Every bound view of slot `id` now reads or writes `data`.
+  void point(int id, void* data) {
+    data_[id] = data;
+    for (const Patch& p : patches_[id]) {
+      BoundStep& b = steps_[p.step];
+      (p.output ? b.outputs : b.inputs)[p.operand].data = data;
+    }
+  }
+
+  void run_step(BoundStep& b, const RunOptions& options, MemoryPool& pool) {
+    // The step's pooled intermediates, from the pool now (memory O0).
+    for (int id : b.step->outputs) {
+      if (!pooled_intermediate(id)) continue;
+      pooled_[id] = pool.allocate(std::max(plan_->slots[id].bytes, kTensorAlignment), b.op);
+      point(id, pooled_[id]->data());
+    }
     try {
       if (b.kernel != nullptr) {
         (*b.kernel)(ir::KernelContext{b.inputs, b.outputs, *b.attrs, b.op, options.deterministic,
@@ -126,14 +148,22 @@ class SinkExecutor final : public GraphExecutor {
     if (options.on_step) options.on_step(*b.step->node);
   }
 
+  bool pooled_intermediate(int id) const {
+    const Slot& slot = plan_->slots[id];
+    return slot.kind == SlotKind::kPooled && !slot.is_output;
+  }
+
   // The steps as a dependency graph on `inter_op_parallelism` threads; the first error stops
-  // launching and is rethrown here.
-  void run_parallel(const RunOptions& options) {
+  // launching and is rethrown here. Pooled intermediates go back when their last reader finishes
+  // (not at the planned step, which assumes serial order).
+  void run_parallel(const RunOptions& options, MemoryPool& pool) {
     const size_t n = steps_.size();
     std::unique_ptr<std::atomic<int>[]> pending(new std::atomic<int>[n]);
     for (size_t s = 0; s < n; ++s) {
       pending[s].store(static_cast<int>(plan_->steps[s].depends_on.size()));
     }
+    std::unique_ptr<std::atomic<int>[]> readers(new std::atomic<int>[plan_->slots.size()]);
+    for (size_t id = 0; id < plan_->slots.size(); ++id) readers[id].store(readers_[id]);
     std::atomic<bool> failed{false};
     std::exception_ptr error;
     std::mutex error_mutex;
@@ -145,11 +175,17 @@ class SinkExecutor final : public GraphExecutor {
           if (failed.load()) return;
           try {
             ScopedIntraOpThreads threads(options.intra_op_threads);
-            run_step(steps_[s], options);
+            run_step(steps_[s], options, pool);
           } catch (...) {
             std::lock_guard<std::mutex> lock(error_mutex);
             if (!failed.exchange(true)) error = std::current_exception();
             return;
+          }
+          for (int slot : distinct_inputs_[s]) {
+            if (readers[slot].fetch_sub(1) == 1) pooled_[slot].reset();
+          }
+          for (int slot : plan_->steps[s].outputs) {
+            if (readers[slot].load() == 0) pooled_[slot].reset();
           }
           for (int next : successors_[s]) {
             if (pending[next].fetch_sub(1) == 1) launch(next);
@@ -201,8 +237,11 @@ class SinkExecutor final : public GraphExecutor {
       if (slot.is_output) output_slots_.push_back(static_cast<int>(id));
     }
     auto varies = [&](int id) {
-      return plan.slots[id].kind == SlotKind::kParameter || plan.slots[id].is_output;
+      return plan.slots[id].kind == SlotKind::kParameter || plan.slots[id].is_output ||
+             pooled_intermediate(id);
     };
+    patches_.resize(plan.slots.size());
+    readers_.assign(plan.slots.size(), 0);
     for (size_t s = 0; s < plan.steps.size(); ++s) {
       const Step& step = plan.steps[s];
       BoundStep b;
@@ -219,12 +258,17 @@ class SinkExecutor final : public GraphExecutor {
       }
       for (size_t i = 0; i < step.inputs.size(); ++i) {
         b.inputs.push_back({nullptr, plan.slots[step.inputs[i]].type});
-        if (varies(step.inputs[i])) patches_.push_back({s, false, i, step.inputs[i]});
+        if (varies(step.inputs[i])) patches_[step.inputs[i]].push_back({s, false, i});
       }
       for (size_t k = 0; k < step.outputs.size(); ++k) {
         b.outputs.push_back({nullptr, plan.slots[step.outputs[k]].type});
-        if (varies(step.outputs[k])) patches_.push_back({s, true, k, step.outputs[k]});
+        if (varies(step.outputs[k])) patches_[step.outputs[k]].push_back({s, true, k});
       }
+      std::vector<int> distinct = step.inputs;
+      std::sort(distinct.begin(), distinct.end());
+      distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+      for (int id : distinct) ++readers_[id];
+      distinct_inputs_.push_back(std::move(distinct));
       steps_.push_back(std::move(b));
     }
     successors_.resize(plan.steps.size());
@@ -234,8 +278,7 @@ class SinkExecutor final : public GraphExecutor {
     }
   }
 
-  // First run: the arena and every pooled intermediate, kept for later runs; then every view whose
-  // pointer no longer changes.
+  // First run: the arena, kept for later runs; then every view whose pointer no longer changes.
   void prepare(MemoryPool& pool) {
     const Plan& plan = *plan_;
     if (plan.arena_bytes > 0) arena_ = pool.allocate(plan.arena_bytes, "arena");
@@ -243,9 +286,6 @@ class SinkExecutor final : public GraphExecutor {
       const Slot& slot = plan.slots[id];
       if (slot.kind == SlotKind::kArena) {
         data_[id] = static_cast<uint8_t*>(arena_->data()) + slot.offset;
-      } else if (slot.kind == SlotKind::kPooled && !slot.is_output) {
-        kept_.push_back(pool.allocate(std::max(slot.bytes, kTensorAlignment), "intermediate"));
-        data_[id] = kept_.back()->data();
       }
     }
     for (BoundStep& b : steps_) {
@@ -270,14 +310,16 @@ class SinkExecutor final : public GraphExecutor {
   std::shared_ptr<const Plan> plan_;
   std::mutex mutex_;
   std::vector<BoundStep> steps_;
-  std::vector<std::vector<int>> successors_;  // per step: the steps that depend on it
-  std::vector<int> roots_;                    // steps that depend on none
-  std::vector<Patch> patches_;
+  std::vector<std::vector<int>> successors_;       // per step: the steps that depend on it
+  std::vector<int> roots_;                         // steps that depend on none
+  std::vector<std::vector<Patch>> patches_;        // per slot: the views that follow its pointer
+  std::vector<int> readers_;                       // per slot: how many steps read it
+  std::vector<std::vector<int>> distinct_inputs_;  // per step: the slots it reads, once each
   std::vector<int> output_slots_;
-  std::vector<void*> data_;  // per slot; parameters and outputs rebound each run
+  std::vector<void*> data_;  // per slot; parameters, outputs and pooled slots rebound each run
   bool prepared_ = false;
   std::shared_ptr<Buffer> arena_;
-  std::vector<std::shared_ptr<Buffer>> kept_;
+  std::vector<std::shared_ptr<Buffer>> pooled_;  // this run's pooled intermediates, per slot
   std::vector<std::unique_ptr<ir::KernelFn>> fused_kernels_;  // the kernels of fused steps
   std::unique_ptr<PreparedKernels> kernels_;  // prepare_kernels(): primitives, constant state
 };

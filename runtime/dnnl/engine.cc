@@ -37,6 +37,8 @@
 #include <omp.h>
 
 #include <cstdlib>
+#include <mutex>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -68,6 +70,18 @@ void* thread_scratchpad(size_t bytes) {
     buffer.data = std::aligned_alloc(64, buffer.size);
   }
   return buffer.data;
+}
+
+void warm_up_sgemm() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // A product of a convolution's proportions (weights x im2col columns); the kernels are shared
+    // by every shape and thread count.
+    constexpr dnnl_dim_t m = 64, n = 256, k = 64;
+    std::vector<float> a(m * k, 0.f), b(k * n, 0.f), c(m * n);
+    ScopedOmpThreads one(1);
+    dnnl_sgemm('N', 'N', m, n, k, 1.f, a.data(), k, b.data(), n, 0.f, c.data(), n);
+  });
 }
 
 int kernel_threads() {

@@ -25,6 +25,12 @@ dnnl::stream& thread_stream();
 // run.
 void* thread_scratchpad(size_t bytes);
 
+// Generates oneDNN's sgemm kernels, once per process. Its im2col + sgemm convolution (the plain
+// layouts) JIT-compiles them on its first execution, not at creation: about 20 ms on the first
+// 1x1 convolution of a network. Called when such a primitive is prepared at compile time, so the
+// first run does not pay it.
+void warm_up_sgemm();
+
 // The OpenMP thread count a primitive is created for and runs with on the calling thread: the
 // kernel's intra-op thread count (runtime_num_threads, runtime/parallel.h). Part of every
 // primitive's cache key.

@@ -337,6 +337,7 @@ struct DnnlConv {
   // The activation the kernel applies after the primitive; kNone when the primitive applies it
   // (a post-op) or there is none.
   ConvActivation activation_after;
+  bool plain = false;  // oneDNN's im2col + sgemm convolution in nchw / goihw
 };
 
 using dnnl_dims = dnnl::memory::dims;
@@ -425,6 +426,7 @@ std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, cons
     // The activation as an eltwise post-op on the direct kernels. The plain layouts' im2col +
     // sgemm convolution adds the bias in another order once it has a post-op (bits changed
     // against the unfused ops: dnnl_kernels_test), so there it is a pass after the primitive.
+    conv->plain = !blocked;
     if (!blocked) {
       conv->activation_after = activation;
     } else if (activation.kind != ConvActivation::Kind::kNone) {
@@ -540,6 +542,7 @@ dnnl_rt::Prepared prepare_conv2d(const dnnl_rt::PrepareRequest& request) {
   if (in[0].dtype != DType::kFloat32) return {};
   std::shared_ptr<const DnnlConv> conv =
       dnnl_conv2d(in, request.attrs, request.threads, request.deterministic);
+  if (conv->plain) dnnl_rt::warm_up_sgemm();  // at compile time, not in the first run
   const void* weights = request.constant(1);
   if (weights == nullptr || !conv->weights_in || ir::num_elements(in[1].shape) == 0) {
     return {true, nullptr};

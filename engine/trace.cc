@@ -102,7 +102,8 @@ ir::Value Tracer::resolve(const std::shared_ptr<TensorImpl>& impl, size_t frame)
   for (size_t outer = 0; outer < frame; ++outer) {
     if (frames_[outer].values.count(impl.get())) return lift(impl, frame);
   }
-  MF_CHECK(impl->buffer != nullptr, InvalidArgument,
+  // No buffer and no task that will fill it: a symbolic value of a finished trace.
+  MF_CHECK(impl->buffer != nullptr || impl->ready_seq != 0, InvalidArgument,
            "a tensor traced inside a finished cell call or branch was used outside it (at scope ",
            current_scope(), "); return it from that cell instead of keeping it aside");
   keep_alive_.push_back(impl);

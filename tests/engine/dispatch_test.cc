@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include "engine/nn/layers.h"
 #include "engine/ops.h"
 #include "engine_fixture.h"
@@ -115,15 +117,23 @@ TEST_F(DispatchTest, ScopeNamesFollowReserveClassNameInScope) {
   EXPECT_EQ(message.find("net-Failing"), std::string::npos) << message;
 }
 
+// Outputs are allocated when the op runs: the failure is the op's error, thrown at the call
+// synchronously and at the next sync point asynchronously, naming the op either way.
 TEST_F(DispatchTest, OutOfMemoryUnderMaxDeviceMemoryNamesOpAndLimitThenRecovers) {
-  context::set({{"max_device_memory", "0.001GB"}});  // about 1 MiB
-  // Small inputs, a 4 MiB broadcast output: the op's own allocation is what fails.
-  const std::string message = error_of([] {
-    ops::add(Tensor::zeros({1024, 1}), Tensor::zeros({1, 1024}));
-  });
-  EXPECT_NE(message.find("out of memory in op 'add'"), std::string::npos) << message;
-  EXPECT_NE(message.find("4194304 bytes"), std::string::npos) << message;
-  EXPECT_NE(message.find("max_device_memory"), std::string::npos) << message;
+  for (bool synchronous : {true, false}) {
+    SCOPED_TRACE(synchronous ? "synchronous" : "asynchronous");
+    context::set({{"pynative_synchronize", synchronous}});
+    context::set({{"max_device_memory", "0.001GB"}});  // about 1 MiB
+    // Small inputs, a 4 MiB broadcast output: the op's own allocation is what fails.
+    const std::string message = error_of([] {
+      ops::add(Tensor::zeros({1024, 1}), Tensor::zeros({1, 1024})).sync();
+    });
+    EXPECT_NE(message.find("out of memory in op 'add'"), std::string::npos) << message;
+    EXPECT_NE(message.find("4194304 bytes"), std::string::npos) << message;
+    EXPECT_NE(message.find("max_device_memory"), std::string::npos) << message;
+    context::set({{"max_device_memory", "1024GB"}});
+    EXPECT_EQ(ops::add(Tensor::ones({2, 2}), Tensor::ones({2, 2})).to_vector<float>()[0], 2.0f);
+  }
   context::set({{"max_device_memory", "1024GB"}});
   EXPECT_EQ(ops::add(Tensor::ones({1024, 1024}), Tensor::ones({1024, 1024})).to_vector<float>()[0],
             2.0f);
@@ -136,6 +146,33 @@ TEST_F(DispatchTest, ASecondRunAllocatesNothingNewFromTheSystem) {
   const size_t before = runtime::default_pool().stats().system_allocations;
   layer(x).sync();
   EXPECT_EQ(runtime::default_pool().stats().system_allocations, before);
+}
+
+}  // namespace
+}  // namespace mf
+
+namespace mf {
+namespace {
+
+using DispatchTest = testing::EngineTest;
+
+// A queued op holds no output memory: its output is allocated when the worker runs it, so the
+// asynchronous queue keeps no more alive than synchronous execution would (issue #18).
+TEST_F(DispatchTest, AQueuedOpHoldsNoOutputMemoryUntilItRuns) {
+  context::set({{"pynative_synchronize", false}});
+  const Tensor a = Tensor::ones({512, 512});
+  const Tensor b = Tensor::ones({512, 512});
+  a.sync();
+  b.sync();
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  runtime::default_eager_executor().submit([released] { released.wait(); },
+                                           runtime::TaskInfo::at("blocker"));
+  const size_t before = runtime::default_pool().stats().in_use_bytes;
+  const Tensor sum = ops::add(a, b);  // queued behind the blocker
+  EXPECT_LT(runtime::default_pool().stats().in_use_bytes, before + 512 * 512 * sizeof(float));
+  release.set_value();
+  EXPECT_EQ(sum.to_vector<float>()[0], 2.0f);
 }
 
 }  // namespace

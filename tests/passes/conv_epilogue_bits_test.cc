@@ -5,18 +5,16 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include "ir/graph.h"
 #include "passes/compiler.h"
-#include "runtime/graph_executor.h"
-#include "runtime/memory_pool.h"
-#include "tests/passes/random_weights.h"
+#include "tests/passes/float_graph_util.h"
 
 namespace mf::passes {
 namespace {
 
 using testing::random_values;
+using testing::run_on_floats;
+using testing::same_bytes;
 using testing::weight;
 
 // x -> conv 3x3 + relu -> conv 1x1 + clip -> depthwise 3x3 + clip -> conv 3x3/2 + relu. The 16x16
@@ -67,20 +65,6 @@ int fused_activations(const ir::Graph& g) {
   return n;
 }
 
-std::vector<uint8_t> run(const CompiledGraph& c, const std::vector<float>& input,
-                         bool deterministic) {
-  auto executor = runtime::make_kernel_executor(c.plan);
-  const ir::TensorType type = c.graph->parameter(0)->type();
-  auto buffer = runtime::default_pool().allocate(input.size() * sizeof(float), "input");
-  std::memcpy(buffer->data(), input.data(), input.size() * sizeof(float));
-  const runtime::TensorArg arg{type, buffer};
-  runtime::RunOptions options;
-  options.deterministic = deterministic;
-  std::vector<runtime::TensorArg> out = executor->run({&arg, 1}, options);
-  const uint8_t* data = static_cast<const uint8_t*>(out.at(0).buffer->data());
-  return std::vector<uint8_t>(data, data + ir::num_elements(out[0].type.shape) * sizeof(float));
-}
-
 // Against the same jit level at fusion 0: without determinism, channels-last (O1) and NCHW (O0)
 // convolutions may take different oneDNN kernels, so the levels are not compared with each other.
 TEST(ConvEpilogueBitsTest, EveryFusionLevelGivesTheUnfusedBytes) {
@@ -89,13 +73,13 @@ TEST(ConvEpilogueBitsTest, EveryFusionLevelGivesTheUnfusedBytes) {
     const CompiledGraph reference = compiled(level, 0);
     EXPECT_EQ(fused_activations(*reference.graph), 0);
     for (bool deterministic : {true, false}) {
-      const std::vector<uint8_t> expected = run(reference, x, deterministic);
+      const std::vector<float> expected = run_on_floats(reference, x, deterministic);
       for (int fusion = 1; fusion <= 3; ++fusion) {
         SCOPED_TRACE(std::string("jit ") + std::string(to_string(level)) + ", fusion " +
                      std::to_string(fusion) + ", deterministic " + std::to_string(deterministic));
         const CompiledGraph c = compiled(level, fusion);
         EXPECT_EQ(fused_activations(*c.graph), 4);
-        EXPECT_TRUE(run(c, x, deterministic) == expected);
+        EXPECT_TRUE(same_bytes(run_on_floats(c, x, deterministic), expected));
       }
     }
   }

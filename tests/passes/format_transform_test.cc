@@ -10,7 +10,7 @@
 #include "passes/compiler.h"
 #include "runtime/graph_executor.h"
 #include "runtime/memory_pool.h"
-#include "tests/passes/random_weights.h"
+#include "tests/passes/float_graph_util.h"
 
 namespace mf::passes {
 namespace {
@@ -78,17 +78,9 @@ std::vector<std::string> formats(const ir::Graph& g) {
   return out;
 }
 
+// Convolutions on the same (channels-last) kernels either way.
 std::vector<float> run(const CompiledGraph& c, const std::vector<float>& input) {
-  auto executor = runtime::make_kernel_executor(c.plan);
-  const ir::TensorType type = c.graph->parameter(0)->type();
-  auto buffer = runtime::default_pool().allocate(input.size() * sizeof(float), "input");
-  std::memcpy(buffer->data(), input.data(), input.size() * sizeof(float));
-  const runtime::TensorArg arg{type, buffer};
-  runtime::RunOptions options;
-  options.deterministic = true;  // convolutions on the same (channels-last) kernels either way
-  std::vector<runtime::TensorArg> out = executor->run({&arg, 1}, options);
-  const float* data = static_cast<const float*>(out.at(0).buffer->data());
-  return std::vector<float>(data, data + ir::num_elements(out[0].type.shape));
+  return testing::run_on_floats(c, input, /*deterministic=*/true);
 }
 
 TEST(FormatTransformTest, ChainRunsChannelsLastWithTransposesOnlyAtItsEdges) {

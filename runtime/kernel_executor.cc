@@ -46,6 +46,21 @@ void check_inputs(const Plan& plan, std::span<const TensorArg> inputs) {
   }
 }
 
+std::vector<int> distinct_slots(const std::vector<int>& ids) {
+  std::vector<int> out = ids;
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<int> reader_counts(const Plan& plan) {
+  std::vector<int> readers(plan.slots.size(), 0);
+  for (const Step& step : plan.steps) {
+    for (int slot : distinct_slots(step.inputs)) ++readers[slot];
+  }
+  return readers;
+}
+
 bool scalar_truth(const void* data, ir::DType dtype) {
   return ir::visit_dtype(dtype, [&](auto zero) {
     using T = decltype(zero);
@@ -168,11 +183,9 @@ class PlanRun {
       pending[s].store(static_cast<int>(plan_.steps[s].depends_on.size()));
       for (int d : plan_.steps[s].depends_on) successors[d].push_back(static_cast<int>(s));
     }
+    const std::vector<int> counts = reader_counts(plan_);
     std::unique_ptr<std::atomic<int>[]> readers(new std::atomic<int>[plan_.slots.size()]);
-    for (size_t id = 0; id < plan_.slots.size(); ++id) readers[id].store(0);
-    for (const Step& step : plan_.steps) {
-      for (int slot : distinct(step.inputs)) readers[slot].fetch_add(1);
-    }
+    for (size_t id = 0; id < plan_.slots.size(); ++id) readers[id].store(counts[id]);
     std::atomic<bool> failed{false};
     std::exception_ptr error;
     std::mutex error_mutex;
@@ -199,7 +212,7 @@ class PlanRun {
             if (!failed.exchange(true)) error = std::current_exception();
             return;
           }
-          for (int slot : distinct(step.inputs)) {
+          for (int slot : distinct_slots(step.inputs)) {
             if (readers[slot].fetch_sub(1) == 1) release(slot);
           }
           for (int slot : step.outputs) {
@@ -242,13 +255,6 @@ class PlanRun {
   }
 
  private:
-  static std::vector<int> distinct(const std::vector<int>& ids) {
-    std::vector<int> out = ids;
-    std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out;
-  }
-
   std::shared_ptr<Buffer> allocate(const Slot& slot, std::string_view op) {
     return pool_.allocate(std::max(slot.bytes, kTensorAlignment), op);
   }

@@ -21,6 +21,13 @@ void check_inputs(const Plan& plan, std::span<const TensorArg> inputs);
 // The bytes a value of `type` actually holds (Slot::bytes is rounded up to the alignment).
 size_t payload_bytes(const ir::TensorType& type);
 
+// The slot ids of `ids` once each, ascending (a step reading one value twice reads it once).
+std::vector<int> distinct_slots(const std::vector<int>& ids);
+
+// Per slot, how many steps of `plan` read it: with inter-op parallelism a pooled value goes back
+// to the pool when the last of them finishes (the plan's release_after assumes serial order).
+std::vector<int> reader_counts(const Plan& plan);
+
 // Nonzero scalar = true, whatever the dtype.
 bool scalar_truth(const void* data, ir::DType dtype);
 

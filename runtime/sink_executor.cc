@@ -13,7 +13,6 @@
 #include <tbb/task_arena.h>
 #include <tbb/task_group.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -241,7 +240,7 @@ class SinkExecutor final : public GraphExecutor {
              pooled_intermediate(id);
     };
     patches_.resize(plan.slots.size());
-    readers_.assign(plan.slots.size(), 0);
+    readers_ = detail::reader_counts(plan);
     for (size_t s = 0; s < plan.steps.size(); ++s) {
       const Step& step = plan.steps[s];
       BoundStep b;
@@ -264,11 +263,7 @@ class SinkExecutor final : public GraphExecutor {
         b.outputs.push_back({nullptr, plan.slots[step.outputs[k]].type});
         if (varies(step.outputs[k])) patches_[step.outputs[k]].push_back({s, true, k});
       }
-      std::vector<int> distinct = step.inputs;
-      std::sort(distinct.begin(), distinct.end());
-      distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-      for (int id : distinct) ++readers_[id];
-      distinct_inputs_.push_back(std::move(distinct));
+      distinct_inputs_.push_back(detail::distinct_slots(step.inputs));
       steps_.push_back(std::move(b));
     }
     successors_.resize(plan.steps.size());

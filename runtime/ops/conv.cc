@@ -211,8 +211,9 @@ ConvActivation conv_activation(const Attrs& attrs) {
     a.kind = ConvActivation::Kind::kClip;
     a.lo = ir::attr_float(attrs, "clip_min", "conv2d");
     a.hi = ir::attr_float(attrs, "clip_max", "conv2d");
-    MF_CHECK(a.lo <= a.hi, InvalidArgument, "conv2d: clip_min (", a.lo,
-             ") must not be above clip_max (", a.hi, ")");
+    // Also false for a NaN bound.
+    MF_CHECK(a.lo <= a.hi, InvalidArgument,
+             "conv2d: activation 'clip' needs clip_min <= clip_max, got ", a.lo, " and ", a.hi);
   } else {
     MF_CHECK(name == "none", InvalidArgument,
              "conv2d: activation must be 'none', 'relu' or 'clip', got '", name, "'");

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -300,6 +301,39 @@ TEST(DnnlKernels, AnUnknownDataFormatIsRejectedByName) {
                                            ": data_format must be 'NCHW' or 'NHWC', got 'NCWH'"),
                 std::string::npos)
           << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mf::runtime::dnnl_rt
+
+namespace mf::runtime::dnnl_rt {
+namespace {
+
+// A bad activation is refused when the node's types are inferred, before any kernel: an unknown
+// name, clip bounds in the wrong order, a NaN bound.
+TEST(DnnlKernels, ABadConvolutionActivationIsRejectedWithItsValues) {
+  const std::vector<ir::TensorType> inputs = {{ir::DType::kFloat32, {1, 4, 6, 6}},
+                                              {ir::DType::kFloat32, {4, 4, 3, 3}}};
+  struct Case {
+    std::string activation;
+    double lo, hi;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"gelu", 0, 0, "conv2d: activation must be 'none', 'relu' or 'clip', got 'gelu'"},
+      {"clip", 6, 0, "conv2d: activation 'clip' needs clip_min <= clip_max, got 6 and 0"},
+      {"clip", std::nan(""), 6, "conv2d: activation 'clip' needs clip_min <= clip_max, got nan"},
+  };
+  for (const Case& c : cases) {
+    ir::Attrs attrs = {{"activation", c.activation}, {"clip_min", c.lo}, {"clip_max", c.hi}};
+    try {
+      ir::get_op("conv2d").infer_types(inputs, attrs);
+      ADD_FAILURE() << "accepted " << c.activation << " " << c.lo << " " << c.hi;
+    } catch (const mf::Error& e) {
+      EXPECT_EQ(e.kind(), mf::ErrorKind::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(c.message), std::string::npos) << e.what();
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "engine/dispatch.h"
 #include "engine/ir_runner.h"
 #include "fuzz/fuzz_support.h"
 #include "ir/parser.h"
@@ -32,7 +33,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (ir::print_graph(*again) != printed) fuzz::broken("print(parse(print(g))) != print(g)");
   if (fuzz::small_enough_to_run(*graph)) {
-    fuzz::accepts([&] { engine::IrRunner(std::move(graph)).run({}, 0); });
+    // The sync reports an asynchronous kernel's error here, as a refusal, not at exit.
+    fuzz::accepts([&] {
+      engine::IrRunner(std::move(graph)).run({}, 0);
+      engine::sync();
+    });
   }
   return 0;
 }

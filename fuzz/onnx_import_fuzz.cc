@@ -1,6 +1,7 @@
 // The ONNX importer (`mf run FILE.onnx`): any bytes import into a graph that verifies, or are
 // refused with an error; a small imported graph also runs op by op with its own weights.
 
+#include "engine/dispatch.h"
 #include "engine/ir_runner.h"
 #include "engine/onnx/importer.h"
 #include "fuzz/fuzz_support.h"
@@ -21,7 +22,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   if (fuzz::small_enough_to_run(*model.graph)) {
-    fuzz::accepts([&] { engine::IrRunner(std::move(model.graph)).run(model.weights, 0); });
+    // The sync reports an asynchronous kernel's error here, as a refusal, not at exit.
+    fuzz::accepts([&] {
+      engine::IrRunner(std::move(model.graph)).run(model.weights, 0);
+      engine::sync();
+    });
   }
   return 0;
 }

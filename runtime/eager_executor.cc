@@ -13,15 +13,16 @@ namespace mf::runtime {
 namespace {
 
 constexpr uint64_t kOpen = std::numeric_limits<uint64_t>::max();
-// How many asynchronous tasks may wait in the queue before submit() blocks. Each queued task holds
-// its output buffers (allocated at submit) and its inputs, so an unbounded queue let the caller run
-// the whole network ahead and hold every activation at once (1.2 GiB on a 12-layer transformer
-// whose live set is 50 MiB). One queued task (beside the running one) still keeps the worker busy
-// (submitting an op costs microseconds, running it far more) and leaves the second core to the
-// kernels: measured with `mf run`, the 12-layer transformer at depth 8 / 2 / 1 peaked at 84 / 63 /
-// 59 MiB (median 185 / 173 / 172 ms), the sample transformer at depth 2 / 1 at 27 / 22 MiB
-// (median 14.1 / 10.6-11 ms).
-constexpr size_t kMaxQueued = 1;
+// kMaxQueued, kResumeAt (the header): how many asynchronous tasks may wait in the queue before
+// submit() blocks, and how far the queue drains before a blocked submitter is woken. A queued task
+// holds its inputs only (its outputs are allocated when it runs), so the depth costs no activation
+// memory: the 12-layer transformer op by op peaks at 51 MiB with 16 or 64 queued. What the
+// depth buys is fewer wake-ups. Waking a thread costs tens of microseconds here (a VM's
+// inter-processor interrupt); woken at every pop, the submitter slept and woke once per op, and the
+// worker paid for that wake-up inside every op: mobilenet_v2 op by op at one intra-op thread took
+// 16.5 ms asynchronously against 12.5 ms synchronously (20,200 context switches in 200 runs).
+// Woken only once the queue is half empty, it sleeps once per kResumeAt ops: 13.6 ms, 4,300
+// context switches.
 
 // How long the worker stays awake for the next task before it sleeps: a few wake-ups' worth. Ops
 // further apart than this are long enough that one wake-up is small beside them.
@@ -150,12 +151,11 @@ void EagerExecutor::worker_loop() {
     Entry entry = std::move(queue_.front());
     queue_.pop_front();
     queued_.store(queue_.size(), std::memory_order_release);
-    // The queue has room again: a submitter waiting for it wakes now, while this task runs, not
-    // after it. Waking a thread costs tens of microseconds here (a VM's inter-processor
-    // interrupt); woken only after the task, the submitter and then this worker each slept one
-    // wake-up per op, in series: mobilenet_v2 op by op at one intra-op thread took 26.9 ms
-    // asynchronously against 11.8 ms synchronously.
-    space_ready_.notify_one();
+    // A blocked submitter wakes once the queue is down to kResumeAt, and now, while this task
+    // runs, not after it: woken only after the task, the submitter and then this worker each slept
+    // one wake-up per op, in series (mobilenet_v2 op by op at one intra-op thread: 26.9 ms
+    // asynchronously against 11.8 ms synchronously).
+    if (space_waiters_ > 0 && queue_.size() <= kResumeAt) space_ready_.notify_all();
     if (dropped_locked(entry.seq)) {
       // Behind a failure: its inputs may never have been computed.
       finished_ = entry.seq;
@@ -182,11 +182,13 @@ uint64_t EagerExecutor::submit(std::function<void()> task, TaskInfo info) {
            "'");
   std::unique_lock<std::mutex> lock(mutex_);
   if (!synchronous_) {
-    // Backpressure: a caller far ahead of the worker would hold the output buffers of every queued
-    // op at once (the whole network's activations), so it waits while kMaxQueued are queued. A
-    // kernel submitting from the worker itself never waits.
+    // Backpressure: a caller far ahead of the worker would keep alive the inputs of every queued
+    // op (values it has itself let go of), so it waits while kMaxQueued are queued, until
+    // kResumeAt remain. A kernel submitting from the worker itself never waits.
     if (tls_worker_of != this && queue_.size() >= kMaxQueued) {
-      space_ready_.wait(lock, [this] { return queue_.size() < kMaxQueued; });
+      ++space_waiters_;
+      space_ready_.wait(lock, [this] { return queue_.size() <= kResumeAt; });
+      --space_waiters_;
     }
     const uint64_t seq = ++last_seq_;
     queue_.push_back(Entry{seq, std::move(task), std::move(info)});
@@ -229,6 +231,12 @@ void EagerExecutor::wait_drained_locked(std::unique_lock<std::mutex>& lock) {
 void EagerExecutor::check_not_worker(const char* what) const {
   MF_CHECK(tls_worker_of != this, Internal, "an op kernel called ", what,
            " on its own executor, which would wait for itself forever");
+}
+
+void EagerExecutor::drain() {
+  if (tls_worker_of == this) return;
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_drained_locked(lock);
 }
 
 void EagerExecutor::sync() {
@@ -322,10 +330,29 @@ int EagerExecutor::intra_op_threads() const {
   return threads_;
 }
 
+namespace {
+
+// Runs, at the end of a thread that submitted to the default executor, what that thread left
+// queued. At exit() the main thread's thread_local objects are destroyed before any static one:
+// left to the executor's own (static) destructor, the queued ops ran after the statics of the
+// libraries they call, created later and so destroyed first (oneDNN's JIT state: a program that
+// ended with convolutions still queued crashed in its exit about once in two).
+struct DrainAtThreadExit {
+  EagerExecutor* executor;
+  ~DrainAtThreadExit() {
+    if (tls_worker_of != executor) executor->drain();
+  }
+};
+
+}  // namespace
+
 EagerExecutor& default_eager_executor() {
   // A function-local static: created on first PYNATIVE op, after the op registry, so it is
-  // destroyed (and drained) before anything its tasks use.
+  // destroyed before the registry. What the submitting threads left queued was run when they ended
+  // (DrainAtThreadExit), before any static was destroyed.
   static EagerExecutor executor;
+  thread_local DrainAtThreadExit drain_at_exit{&executor};
+  (void)drain_at_exit;  // odr-use: constructs it on this thread's first call
   return executor;
 }
 

@@ -51,6 +51,11 @@ struct EagerOptions {
 // wait_for() accepts. Thread-safe; usable again after an error has been reported.
 class EagerExecutor {
  public:
+  // Asynchronous backpressure: submit() blocks while kMaxQueued tasks wait, until the worker has
+  // drained the queue to kResumeAt (eager_executor.cc says why these numbers).
+  static constexpr size_t kMaxQueued = 16;
+  static constexpr size_t kResumeAt = kMaxQueued / 2;
+
   explicit EagerExecutor(const EagerOptions& options = {});
   // Runs what is still queued, then stops the worker. An error nobody collected is written to
   // stderr.
@@ -67,6 +72,10 @@ class EagerExecutor {
   // The sync point: waits until every submitted task has run or been dropped, then throws the
   // captured error, if any (once; afterwards the executor runs new tasks again).
   void sync();
+
+  // Waits until every submitted task has run or been dropped, without reporting anything: a
+  // captured error stays pending for the next sync point. A no-op on the worker itself.
+  void drain();
 
   // Waits only for task `seq` (and so for those before it). Throws if that task failed or was
   // dropped behind a failure; that reports the failure, so a later sync() does not throw it again.
@@ -116,6 +125,7 @@ class EagerExecutor {
   std::condition_variable work_ready_;   // the worker waits for tasks or stop_
   std::condition_variable progress_;     // waiters for finished_
   std::condition_variable space_ready_;  // a submitter waiting for room in the queue
+  size_t space_waiters_ = 0;             // submitters waiting on space_ready_
   std::deque<Entry> queue_;
   std::atomic<size_t> queued_{0};  // queue_.size(), read by the worker without the lock
   uint64_t last_seq_ = 0;          // the last sequence number handed out

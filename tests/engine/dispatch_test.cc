@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <future>
 
 #include "engine/nn/layers.h"
@@ -173,6 +175,27 @@ TEST_F(DispatchTest, AQueuedOpHoldsNoOutputMemoryUntilItRuns) {
   EXPECT_LT(runtime::default_pool().stats().in_use_bytes, before + 512 * 512 * sizeof(float));
   release.set_value();
   EXPECT_EQ(sum.to_vector<float>()[0], 2.0f);
+}
+
+// Queues convolutions of twelve shapes (each makes its own oneDNN primitive and JIT code when it
+// runs) and exits without a sync point.
+[[noreturn]] void queue_convolutions_and_exit() {
+  ops::Conv2dOptions options;
+  options.padding = {1, 1};
+  const Tensor w = Tensor::randn({64, 64, 3, 3}, 2);
+  for (int64_t i = 0; i < 12; ++i) ops::conv2d(Tensor::randn({1, 64, 5 + i, 5 + i}, 1), w, options);
+  std::fprintf(stderr, "queued\n");
+  std::exit(0);
+}
+
+// A program that ends (exit) with asynchronous ops still queued: they run before the process's
+// statics are destroyed, so the exit is clean. Run in a fresh process (the threadsafe death-test
+// style re-executes this binary), so the convolutions are oneDNN's first there and create its JIT
+// state on the worker; run from the executor's static destructor instead, they met that state
+// already destroyed and crashed about once in two.
+TEST(DispatchExitTest, OpsStillQueuedAtExitRunAndTheProcessExitsCleanly) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(queue_convolutions_and_exit(), ::testing::ExitedWithCode(0), "queued");
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <latch>
+#include <memory>
 #include <new>
 #include <source_location>
 #include <stdexcept>
@@ -231,6 +233,53 @@ TEST(EagerExecutor, DestructionDrainsTheQueue) {
     EagerExecutor executor(async_options());
     executor.submit([] { MF_FAIL(InvalidArgument, "never collected"); }, TaskInfo::at("add"));
   }  // no std::terminate: the error goes to stderr
+}
+
+TEST(EagerExecutor, SubmitterBlocksAtTheQueueDepthAndResumesOnceHalfDrained) {
+  // Task 0 holds the worker; tasks 1..kMaxQueued wait in the queue, each held by its own gate, so
+  // the test decides when the worker takes each one. The submitter (another thread) must block on
+  // the task after those and wake only when the worker has taken enough for kResumeAt to remain,
+  // not at the first pop: a wake-up per op was what made asynchronous runs slower than synchronous.
+  constexpr size_t kDepth = EagerExecutor::kMaxQueued;
+  EagerExecutor executor(async_options());
+  std::vector<std::unique_ptr<std::latch>> gates;
+  for (size_t i = 0; i <= kDepth + 1; ++i) gates.push_back(std::make_unique<std::latch>(1));
+  std::vector<std::atomic<bool>> started(kDepth + 2);
+  std::atomic<size_t> submitted{0};
+  auto task = [&](size_t i) {
+    return [&, i] {
+      started[i] = true;
+      gates[i]->wait();
+    };
+  };
+  executor.submit(task(0), TaskInfo::at("hold"));
+  while (!started[0]) std::this_thread::yield();
+  std::thread submitter([&] {
+    for (size_t i = 1; i <= kDepth + 1; ++i) {
+      executor.submit(task(i), TaskInfo::at("queued"));
+      submitted = i;
+    }
+  });
+  auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); };
+  while (submitted < kDepth) std::this_thread::yield();
+  settle();
+  EXPECT_EQ(submitted.load(), kDepth) << "the task after a full queue must wait";
+  // The worker takes tasks 1.. one by one; the submitter stays blocked while more than kResumeAt
+  // remain queued.
+  const size_t pops_to_resume = kDepth - EagerExecutor::kResumeAt;
+  for (size_t i = 0; i < pops_to_resume; ++i) {
+    gates[i]->count_down();
+    while (!started[i + 1]) std::this_thread::yield();
+    if (i + 1 < pops_to_resume) {
+      settle();
+      EXPECT_EQ(submitted.load(), kDepth) << "woken after " << i + 1 << " pops";
+    }
+  }
+  submitter.join();  // woken at kResumeAt
+  EXPECT_EQ(submitted.load(), kDepth + 1);
+  for (size_t i = pops_to_resume; i <= kDepth + 1; ++i) gates[i]->count_down();
+  executor.sync();
+  for (size_t i = 0; i <= kDepth + 1; ++i) EXPECT_TRUE(started[i]) << i;
 }
 
 TEST(EagerExecutor, DefaultExecutorIsShared) {

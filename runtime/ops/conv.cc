@@ -34,6 +34,7 @@
 #include "runtime/dnnl/engine.h"
 #include "runtime/dnnl/prepare.h"
 #include "runtime/dnnl/primitive_cache.h"
+#include "runtime/ops/depthwise_conv.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/reference.h"
 #include "runtime/parallel.h"
@@ -522,6 +523,34 @@ void conv2d_dnnl(const ir::KernelContext& ctx) {
   apply_activation<float>(ctx, conv->activation_after);
 }
 
+// A float32 NCHW depthwise convolution (one input and one output channel per group) runs in
+// depthwise_conv.cc, not oneDNN: see that file for why.
+bool runs_depthwise_nchw(std::span<const TensorType> in, const Attrs& attrs) {
+  if (in[0].dtype != DType::kFloat32 || channels_last("conv2d", attrs)) return false;
+  const int64_t groups = ir::attr_int(attrs, "groups", "conv2d");
+  return groups > 1 && in[0].shape[1] == groups && in[1].shape[0] == groups && in[1].shape[1] == 1;
+}
+
+void conv2d_depthwise_nchw(const ir::KernelContext& ctx) {
+  const Shape& xs = ctx.inputs[0].type.shape;
+  const Shape& ws = ctx.inputs[1].type.shape;
+  const Window win = conv_window(xs, ws, ctx.attrs);
+  DepthwiseGeometry g;
+  g.batch = xs[0], g.channels = xs[1], g.h = xs[2], g.w = xs[3];
+  g.oh = win.oh, g.ow = win.ow, g.kh = win.kh, g.kw = win.kw;
+  g.sh = win.sh, g.sw = win.sw, g.top = win.top, g.left = win.left, g.dh = win.dh, g.dw = win.dw;
+  const ConvActivation a = conv_activation(ctx.attrs);
+  DepthwiseActivation activation;
+  activation.kind = a.kind == ConvActivation::Kind::kRelu   ? DepthwiseActivation::Kind::kRelu
+                    : a.kind == ConvActivation::Kind::kClip ? DepthwiseActivation::Kind::kClip
+                                                            : DepthwiseActivation::Kind::kNone;
+  activation.lo = static_cast<float>(a.lo);
+  activation.hi = static_cast<float>(a.hi);
+  depthwise_conv2d_nchw(ctx.inputs[0].as<float>(), ctx.inputs[1].as<float>(),
+                        ctx.inputs.size() == 3 ? ctx.inputs[2].as<float>() : nullptr,
+                        ctx.outputs[0].as<float>(), g, activation);
+}
+
 void conv2d_kernel(const ir::KernelContext& ctx) {
   // oneDNN convolves float32 only: float64 keeps the im2col + Eigen path.
   if (ctx.outputs[0].type.dtype == DType::kFloat64) {
@@ -533,6 +562,8 @@ void conv2d_kernel(const ir::KernelContext& ctx) {
     return apply_activation<double>(ctx, conv_activation(ctx.attrs));
   }
   if (ir::num_elements(ctx.outputs[0].type.shape) == 0) return;
+  const TensorType in[] = {ctx.inputs[0].type, ctx.inputs[1].type};
+  if (runs_depthwise_nchw(in, ctx.attrs)) return conv2d_depthwise_nchw(ctx);
   conv2d_dnnl(ctx);
 }
 
@@ -540,7 +571,7 @@ void conv2d_kernel(const ir::KernelContext& ctx) {
 // once into a PreparedConv.
 dnnl_rt::Prepared prepare_conv2d(const dnnl_rt::PrepareRequest& request) {
   std::span<const TensorType> in = request.inputs;
-  if (in[0].dtype != DType::kFloat32) return {};
+  if (in[0].dtype != DType::kFloat32 || runs_depthwise_nchw(in, request.attrs)) return {};
   std::shared_ptr<const DnnlConv> conv =
       dnnl_conv2d(in, request.attrs, request.threads, request.deterministic);
   if (conv->plain) dnnl_rt::warm_up_sgemm();  // at compile time, not in the first run
@@ -680,6 +711,14 @@ const ir::OpRegistration kConv2d =
             // Depthwise over 32 channels (mobilenet-style), stride 2.
             sample({f32({1, 32, 12, 12}), f32({32, 1, 3, 3})},
                    conv_attrs({2, 2}, {1, 1}, {1, 1}, 32)),
+            // NCHW depthwise (depthwise_conv.cc) over planes wide enough for its vector paths
+            // and their tails: stride 1 with bias, stride 2, a dilated 5x5 with asymmetric
+            // padding.
+            sample({f32({2, 3, 5, 37}), f32({3, 1, 3, 3}), f32({3})},
+                   conv_attrs({1, 1}, {1, 1}, {1, 1}, 3)),
+            sample({f32({1, 4, 6, 70}), f32({4, 1, 3, 3})}, conv_attrs({2, 2}, {1, 1}, {1, 1}, 4)),
+            sample({f32({1, 2, 12, 45}), f32({2, 1, 5, 5}), f32({2})},
+                   conv_attrs({1, 2}, {2, 1, 3, 0}, {2, 2}, 2)),
             // Channels last: 3x3 with bias, odd sizes; depthwise, stride 2; 1x1.
             sample({f32({2, 9, 7, 6}), f32({4, 6, 3, 3}), f32({4})},
                    channels_last_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 1))),

@@ -137,12 +137,13 @@ TEST(DnnlKernels, PreparedConstantWeightsGiveTheSameBits) {
   };
   ir::Attrs nhwc = conv({1, 1}, {1, 1}, 1);
   nhwc["data_format"] = std::string("NHWC");
+  ir::Attrs nhwc_dw = conv({2, 2}, {1, 1}, 32);
+  nhwc_dw["data_format"] = std::string("NHWC");
   const std::vector<Case> cases = {
       {{{ir::DType::kFloat32, {1, 16, 20, 20}}, {ir::DType::kFloat32, {32, 16, 3, 3}}},
        conv({1, 1}, {1, 1}, 1)},
       {{{ir::DType::kFloat32, {1, 20, 20, 16}}, {ir::DType::kFloat32, {32, 16, 3, 3}}}, nhwc},
-      {{{ir::DType::kFloat32, {1, 32, 16, 16}}, {ir::DType::kFloat32, {32, 1, 3, 3}}},
-       conv({2, 2}, {1, 1}, 32)},
+      {{{ir::DType::kFloat32, {1, 16, 16, 32}}, {ir::DType::kFloat32, {32, 1, 3, 3}}}, nhwc_dw},
   };
   for (const Case& c : cases) {
     ir::Attrs attrs = c.attrs;
@@ -232,6 +233,55 @@ TEST(DnnlKernels, FusedActivationGivesTheBytesOfTheSeparateOps) {
                         .same_bytes(run("conv2d", in, clip, threads, deterministic)))
             << "clip";
       }
+    }
+  }
+}
+
+// An NCHW depthwise convolution runs its own kernel (runtime/ops/depthwise_conv.cc), channels-last
+// ones oneDNN's: the layout pass moves a convolution between the two, so they must agree bit for
+// bit. Shapes cover the kernel's vector paths (stride 1 and 2, 16 outputs at a time) and their
+// tails, padding on every side, a 5x5 window, dilation, bias and both activations. Nothing is
+// prepared for the NCHW form: there is no oneDNN primitive behind it.
+TEST(DnnlKernels, DepthwiseNchwGivesTheBitsOfChannelsLast) {
+  const ir::DType f = ir::DType::kFloat32;
+  struct Case {
+    ir::Shape x;  // NCHW
+    int64_t k, stride, pad, dilation;
+    bool bias;
+    std::string activation;
+  };
+  const std::vector<Case> cases = {
+      {{1, 32, 112, 112}, 3, 1, 1, 1, true, "clip"},  // mobilenet_v2's first
+      {{1, 96, 112, 112}, 3, 2, 1, 1, true, "clip"}, {{2, 5, 9, 37}, 3, 1, 1, 1, false, "none"},
+      {{1, 3, 11, 70}, 3, 2, 1, 1, true, "relu"},    {{1, 4, 13, 41}, 5, 2, 2, 1, true, "none"},
+      {{1, 6, 20, 45}, 3, 1, 2, 2, false, "relu"},   {{1, 8, 7, 7}, 3, 1, 1, 1, true, "clip"},
+  };
+  for (const Case& c : cases) {
+    const int64_t channels = c.x[1];
+    SCOPED_TRACE(ir::shape_to_string(c.x) + " k" + std::to_string(c.k) + " s" +
+                 std::to_string(c.stride) + " " + c.activation);
+    std::vector<ir::TensorType> types = {{f, c.x}, {f, {channels, 1, c.k, c.k}}};
+    if (c.bias) types.push_back({f, {channels}});
+    std::vector<HostTensor> in = random_inputs(types, 5);
+    ir::Attrs attrs =
+        conv({c.stride, c.stride}, {c.pad, c.pad}, channels, {c.dilation, c.dilation});
+    attrs["activation"] = c.activation;
+    if (c.activation == "clip") attrs["clip_min"] = -0.25, attrs["clip_max"] = 0.5;
+    ir::get_op("conv2d").infer_types(types, attrs);  // fills in the defaults
+    const void* constants[] = {nullptr, in[1].view().data};
+    EXPECT_FALSE(prepare("conv2d", {types, constants, attrs, 1, false}).created);
+    ir::Attrs nhwc = attrs;
+    nhwc["data_format"] = std::string("NHWC");
+    const ir::Attrs to_nhwc = {{"perm", std::vector<int64_t>{0, 2, 3, 1}}};
+    const ir::Attrs to_nchw = {{"perm", std::vector<int64_t>{0, 3, 1, 2}}};
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("threads " + std::to_string(threads));
+      const HostTensor nchw_out = run("conv2d", in, attrs, threads, false);
+      std::vector<HostTensor> x = {in[0]};
+      std::vector<HostTensor> last_in = in;
+      last_in[0] = run("transpose", x, to_nhwc, threads, false);
+      std::vector<HostTensor> y = {run("conv2d", last_in, nhwc, threads, false)};
+      EXPECT_TRUE(nchw_out.same_bytes(run("transpose", y, to_nchw, threads, false)));
     }
   }
 }

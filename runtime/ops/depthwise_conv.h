@@ -1,0 +1,39 @@
+#pragma once
+// Depthwise 2-D convolution (one filter per channel) over float32 NCHW tensors, computed directly.
+//
+// oneDNN 2.6 has no fast depthwise kernel for plain NCHW (it falls back to im2col + sgemm per
+// channel, 14 GFLOP/s on 144 channels of 56x56); its fast one (brdgmm_dw) wants channels-last or
+// blocked tensors, and reordering x in and y out around every call cost 2.4x the convolution
+// itself. Op by op, where tensors are NCHW between ops, this kernel convolves each channel's plane
+// in place of the three passes (benchmarks/dnnl_kernels_bench.cc, dw3x3_144_56).
+//
+// Each output element is an FMA chain over its taps in (ky, kx) order from 0, skipping taps in the
+// padding, then + bias, then the activation; the vector and scalar parts do exactly that per
+// element, so any thread count, alignment or tail gives the same bits.
+
+#include <cstdint>
+
+namespace mf::runtime::ops {
+
+struct DepthwiseGeometry {
+  int64_t batch = 0, channels = 0;  // x is (batch, channels, h, w); y is (batch, channels, oh, ow)
+  int64_t h = 0, w = 0, oh = 0, ow = 0;
+  int64_t kh = 1, kw = 1;
+  int64_t sh = 1, sw = 1;
+  int64_t top = 0, left = 0;  // padding before the first row / column
+  int64_t dh = 1, dw = 1;
+};
+
+// What follows the bias inside the kernel: y = max(v, 0) (relu) or min(max(v, lo), hi) (clip).
+struct DepthwiseActivation {
+  enum class Kind { kNone, kRelu, kClip };
+  Kind kind = Kind::kNone;
+  float lo = 0, hi = 0;
+};
+
+// x (batch, channels, h, w), weight (channels, 1, kh, kw), bias (channels) or null, y (batch,
+// channels, oh, ow); planes in parallel on the intra-op threads.
+void depthwise_conv2d_nchw(const float* x, const float* weight, const float* bias, float* y,
+                           const DepthwiseGeometry& g, const DepthwiseActivation& activation);
+
+}  // namespace mf::runtime::ops

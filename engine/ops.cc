@@ -56,6 +56,9 @@ Tensor greater(const Tensor& a, const Tensor& b, Loc w) {
 Tensor select(const Tensor& c, const Tensor& a, const Tensor& b, Loc w) {
   return one("select", {c, a, b}, {}, w);
 }
+Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi, Loc w) {
+  return one("clip", {x, lo, hi}, {}, w);
+}
 Tensor neg(const Tensor& x, Loc w) {
   return one("neg", {x}, {}, w);
 }

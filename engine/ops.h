@@ -30,6 +30,8 @@ Tensor equal(const Tensor& a, const Tensor& b, Loc where = Loc::current());
 Tensor less(const Tensor& a, const Tensor& b, Loc where = Loc::current());
 Tensor greater(const Tensor& a, const Tensor& b, Loc where = Loc::current());
 Tensor select(const Tensor& cond, const Tensor& a, const Tensor& b, Loc where = Loc::current());
+// minimum(maximum(x, lo), hi) in one pass (MindSpore's ops.clamp, ONNX Clip).
+Tensor clip(const Tensor& x, const Tensor& lo, const Tensor& hi, Loc where = Loc::current());
 Tensor neg(const Tensor& x, Loc where = Loc::current());
 Tensor abs(const Tensor& x, Loc where = Loc::current());
 Tensor exp(const Tensor& x, Loc where = Loc::current());

@@ -311,6 +311,14 @@ struct FusedKernel::Impl {
       jit_inputs.push_back(static_cast<int>(id));
     }
     for (const OpInfo& op : ops) {
+      if (op.node->op() == "clip" && op.kind == Kind::kFull && op.inputs.size() == 3) {
+        // clip's tile math is maximum then minimum: the same two instructions, through a value
+        // of the program's own.
+        const int lower = program.num_values++;
+        program.steps.push_back({JitOp::kMaximum, op.inputs[0], op.inputs[1], lower});
+        program.steps.push_back({JitOp::kMinimum, lower, op.inputs[2], op.output});
+        continue;
+      }
       const std::optional<JitOp> code = jit_op_for(op.node->op());
       if (!code || op.kind != Kind::kFull || !op.node->attrs().empty()) return nullptr;
       const bool unary = is_unary(*code);

@@ -104,6 +104,11 @@ void Importer::convert_dropout() {
 
 void Importer::convert_clip() {
   Value x = input(0);
+  // Both bounds: one clip op (one pass op by op); one bound: the op for that side.
+  if (has_input(1) && has_input(2)) {
+    set_output(0, emit("clip", {x, input(1), input(2)}));
+    return;
+  }
   if (has_input(1)) x = emit("maximum", {x, input(1)});
   if (has_input(2)) x = emit("minimum", {x, input(2)});
   set_output(0, x);

@@ -2,6 +2,7 @@
 // convolution's only user, runs inside the convolution's kernel as a oneDNN eltwise post-op applied
 // while each output block is in cache (runtime/ops/conv.cc):
 //   relu(conv2d(...))                        -> conv2d(...) {activation: "relu"}
+//   clip(conv2d(...), lo, hi), or
 //   minimum(maximum(conv2d(...), lo), hi)    -> conv2d(...) {activation: "clip", clip_min: lo,
 //                                               clip_max: hi}   (ONNX Clip, ReLU6; lo, hi scalar
 //                                               float32 constants, either operand order)
@@ -58,7 +59,8 @@ struct Match {
   double lo = 0, hi = 0;
 };
 
-// Promise: rewrites only relu(conv) and minimum(maximum(conv, lo), hi) over a float32 conv2d with
+// Promise: rewrites only relu(conv), clip(conv, lo, hi) and minimum(maximum(conv, lo), hi) over a
+// float32 conv2d with
 // no activation whose result (and the maximum's) has no other use, and replaces the activation's
 // uses by the new node's output; the new node computes the same values in the same rounding.
 class ConvEpilogueFusion final : public Pass {
@@ -81,6 +83,15 @@ class ConvEpilogueFusion final : public Pass {
       m.conv = end.input(0).node();
       m.members = {&end};
       m.activation = "relu";
+    } else if (end.op() == "clip") {
+      const std::optional<float> lo = scalar_constant(end.input(1));
+      const std::optional<float> hi = scalar_constant(end.input(2));
+      if (!lo || !hi || *lo > *hi) return std::nullopt;
+      m.conv = end.input(0).node();
+      m.members = {&end};
+      m.activation = "clip";
+      m.lo = *lo;
+      m.hi = *hi;
     } else if (auto upper = with_scalar(end, "minimum")) {
       ir::Node* max_node = upper->first.node();
       if (max_node == nullptr) return std::nullopt;
@@ -113,7 +124,9 @@ class ConvEpilogueFusion final : public Pass {
   bool fuse_in(ir::Graph& graph, fusion::FusionReport& report) {
     std::vector<ir::Node*> ends;
     for (ir::Node& node : graph.nodes()) {
-      if (node.op() == "relu" || node.op() == "minimum") ends.push_back(&node);
+      if (node.op() == "relu" || node.op() == "clip" || node.op() == "minimum") {
+        ends.push_back(&node);
+      }
     }
     bool changed = false;
     for (ir::Node* end : ends) {

@@ -81,5 +81,49 @@ const ir::OpRegistration kMinimum = declare(
     "minimum", kMinimumMath, [](double a, double b) { return std::min(a, b); },
     "elementwise min(a, b)", Trait::kCommutative);
 
+// clip(x, lo, hi) = minimum(maximum(x, lo), hi), broadcasting all three (ONNX Clip, ReLU6,
+// MindSpore's clamp): one kernel and one pass over memory where the two ops took two. Its tile math
+// is the two ops' own tile math run back to back on the tile, so it gives their bits whatever the
+// operands, NaN included; the fused-kernel generator emits it as those two instructions.
+template <DType kType>
+void clip_tile(const void* const* in, uint32_t scalars, void* out, int64_t n) {
+  const void* lower[] = {in[0], in[1]};
+  kMaximumMath.for_dtype(kType)(lower, scalars & 3u, out, n);
+  // The tile just written (L1-resident) is the minimum's first operand, read in place.
+  const void* upper[] = {out, in[2]};
+  kMinimumMath.for_dtype(kType)(upper, (scalars >> 1) & 2u, out, n);
+}
+
+ir::ElementwiseMath clip_math() {
+  ir::ElementwiseMath math;
+  math.by_dtype[static_cast<size_t>(DType::kFloat32)] = &clip_tile<DType::kFloat32>;
+  math.by_dtype[static_cast<size_t>(DType::kFloat64)] = &clip_tile<DType::kFloat64>;
+  math.by_dtype[static_cast<size_t>(DType::kInt32)] = &clip_tile<DType::kInt32>;
+  math.by_dtype[static_cast<size_t>(DType::kInt64)] = &clip_tile<DType::kInt64>;
+  return math;
+}
+const ir::ElementwiseMath kClipMath = clip_math();
+
+const ir::OpRegistration kClip =
+    ir::define_op("clip")
+        .arity(3)
+        .traits(kBinary)
+        .infer(infer_elementwise("clip", kClipMath))
+        .kernel(elementwise_kernel(kClipMath))
+        .elementwise(kClipMath)
+        .reference(ref_elementwise(
+            [](std::span<const double> v) { return std::min(std::max(v[0], v[1]), v[2]); }))
+        .samples({
+            sample({f32({3, 5}), f32({}), f32({})}),
+            sample({f32({3, 5}), f32({5}), f32({3, 1})}),
+            sample({f32({4, 1, 3}), f32({2, 3}), f32({})}),
+            sample({f32({}), f32({}), f32({})}),
+            // Several parallel chunks and tiles, scalar bounds (ReLU6's form).
+            sample({f32({3, 40000}), f32({}), f32({})}),
+        })
+        .doc(
+            "clip(x, lo, hi): minimum(maximum(x, lo), hi), broadcasting all three (ONNX Clip, "
+            "MindSpore's clamp); lo > hi gives hi, as the two ops do");
+
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -192,6 +192,27 @@ TEST_F(OnnxImporterTest, ShapeArithmeticFoldsToConstants) {
   check(m, {{"x", x}}, {ops::reshape(x, {2, 12})});
 }
 
+// Clip with both bounds is one clip op (one pass over x op by op, where maximum and minimum took
+// two); with one bound, the op for that side. Same values as the two ops.
+TEST_F(OnnxImporterTest, ClipIsOneOpWithBothBoundsAndOneSideWithOne) {
+  ModelWriter m(13);
+  m.add_input("x", DType::kFloat32, {3, 17});
+  m.add_initializer("lo", ops::scalar(-0.5));
+  m.add_initializer("hi", ops::scalar(0.75));
+  m.add_node("Clip", {"x", "lo", "hi"}, {"both"});
+  m.add_node("Clip", {"x", "lo"}, {"lower"});
+  m.add_node("Clip", {"x", "", "hi"}, {"upper"});
+  for (const char* out : {"both", "lower", "upper"}) m.add_output(out);
+  const auto model = onnx::import_onnx_model_from_bytes(m.serialize(), "clip.onnx");
+  std::vector<std::string> ops_seen;
+  for (const auto& node : model.graph->nodes()) ops_seen.push_back(node.op());
+  EXPECT_EQ(ops_seen, (std::vector<std::string>{"clip", "maximum", "minimum"}));
+  const Tensor x = Tensor::randn({3, 17}, 41, 2.0);
+  const Tensor lo = ops::scalar(-0.5), hi = ops::scalar(0.75);
+  check(m, {{"x", x}},
+        {ops::minimum(ops::maximum(x, lo), hi), ops::maximum(x, lo), ops::minimum(x, hi)});
+}
+
 TEST_F(OnnxImporterTest, ShapeOpsActivationsAndGather) {
   const Tensor x = Tensor::randn({2, 6, 4}, 31, 4.0);
   const Tensor table = Tensor::randn({12, 4}, 32);

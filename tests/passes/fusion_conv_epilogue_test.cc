@@ -49,6 +49,38 @@ subgraph @main(%para1_x: f32(1, 4, 6, 6), %para2_w: f32(4, 4, 3, 3), %para3_b: f
 )")) << r.text;
 }
 
+// The clip op (the ONNX importer's form of Clip with both bounds) folds as its two ops do; with a
+// tensor bound, or bounds out of order, it stays.
+TEST(ConvEpilogueFusionTest, TheClipOpFoldsWithScalarBoundsOnly) {
+  auto pass = make_conv_epilogue_fusion(testing::fusion_options(1));
+  auto r = testing::run_pass(*pass, R"(
+subgraph @main(%para1_x: f32(1, 4, 6, 6), %para2_w: f32(4, 4, 3, 3), %para3_lo: f32(1, 4, 6, 6)) {
+  %const1 = Constant f32() [0]
+  %const2 = Constant f32() [6]
+  %0 = conv2d(%para1_x, %para2_w) {padding: [1, 1]} : (f32(1, 4, 6, 6), f32(4, 4, 3, 3)) -> (f32(1, 4, 6, 6))
+  %1 = clip(%0, %const1, %const2) : (f32(1, 4, 6, 6), f32(), f32()) -> (f32(1, 4, 6, 6))
+  %2 = conv2d(%1, %para2_w) {padding: [1, 1]} : (f32(1, 4, 6, 6), f32(4, 4, 3, 3)) -> (f32(1, 4, 6, 6))
+  %3 = clip(%2, %para3_lo, %const2) : (f32(1, 4, 6, 6), f32(1, 4, 6, 6), f32()) -> (f32(1, 4, 6, 6))
+  %4 = conv2d(%3, %para2_w) {padding: [1, 1]} : (f32(1, 4, 6, 6), f32(4, 4, 3, 3)) -> (f32(1, 4, 6, 6))
+  %5 = clip(%4, %const2, %const1) : (f32(1, 4, 6, 6), f32(), f32()) -> (f32(1, 4, 6, 6))
+  Return(%5)
+}
+)");
+  EXPECT_TRUE(r.changed);
+  EXPECT_EQ(r.text, expand(R"(
+subgraph @main(%para1_x: f32(1, 4, 6, 6), %para2_w: f32(4, 4, 3, 3), %para3_lo: f32(1, 4, 6, 6)) {
+  %const1 = Constant f32() [0]
+  %const2 = Constant f32() [6]
+  %0 = conv2d(%para1_x, %para2_w) {activation: "clip", clip_max: 6.0, clip_min: 0.0, data_format: "NCHW", dilation: [1, 1], groups: 1, padding: [1, 1], stride: [1, 1]} : (f32(1, 4, 6, 6), f32(4, 4, 3, 3)) -> (f32(1, 4, 6, 6))
+  %1 = conv2d(%0, %para2_w) {activation: "none", clip_max: 0.0, clip_min: 0.0, data_format: "NCHW", dilation: [1, 1], groups: 1, padding: [1, 1], stride: [1, 1]} : (f32(1, 4, 6, 6), f32(4, 4, 3, 3)) -> (f32(1, 4, 6, 6))
+  %2 = clip(%1, %para3_lo, %const2) : (f32(1, 4, 6, 6), f32(1, 4, 6, 6), f32()) -> (f32(1, 4, 6, 6))
+  %3 = conv2d(%2, %para2_w) {activation: "none", clip_max: 0.0, clip_min: 0.0, data_format: "NCHW", dilation: [1, 1], groups: 1, padding: [1, 1], stride: [1, 1]} : (f32(1, 4, 6, 6), f32(4, 4, 3, 3)) -> (f32(1, 4, 6, 6))
+  %4 = clip(%3, %const2, %const1) : (f32(1, 4, 6, 6), f32(), f32()) -> (f32(1, 4, 6, 6))
+  Return(%4)
+}
+)")) << r.text;
+}
+
 TEST(ConvEpilogueFusionTest, SharedResultsTensorBoundsAddsAndFloat64Stay) {
   const auto dir = mf::testing::unique_temp_path("mf_conv_epilogue_test");
   const CompileOptions options = testing::dumping_options(1, dir);

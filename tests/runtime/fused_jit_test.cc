@@ -70,7 +70,8 @@ std::string numbered(const char* prefix, int i) {
 }
 
 // A random body over `full` full-shape parameters of n elements and `scalar` scalar parameters,
-// with a scalar constant, `steps` ops drawn from everything the generator covers (each with a
+// with a scalar constant, `steps` ops drawn from everything the generator covers (clip included;
+// each with a
 // full-shape operand, as fusion forms them), and up to four outputs: the last result, another one,
 // a parameter as it is, a repeat.
 std::unique_ptr<Graph> random_body(int64_t n, int full, int scalar, int steps, uint32_t seed) {
@@ -92,6 +93,9 @@ std::unique_ptr<Graph> random_body(int64_t n, int full, int scalar, int steps, u
     ir::Value v;
     if (rng() % 3 == 0) {
       v = g->add_node(kUnary[rng() % std::size(kUnary)], {a});
+    } else if (rng() % 6 == 0) {
+      // clip: generated as maximum then minimum through a value of the program's own.
+      v = g->add_node("clip", {a, all[rng() % all.size()], all[rng() % all.size()]});
     } else {
       ir::Value b = all[rng() % all.size()];
       v = rng() % 2 ? g->add_node(kBinary[rng() % std::size(kBinary)], {a, b})

@@ -7,9 +7,10 @@
 // itself. Op by op, where tensors are NCHW between ops, this kernel convolves each channel's plane
 // in place of the three passes (benchmarks/dnnl_kernels_bench.cc, dw3x3_144_56).
 //
-// Each output element is an FMA chain over its taps in (ky, kx) order from 0, skipping taps in the
-// padding, then + bias, then the activation; the vector and scalar parts do exactly that per
-// element, so any thread count, alignment or tail gives the same bits.
+// Each output element is an FMA chain over its taps in (ky, kx) order from 0 (a tap in the padding
+// reads 0), then + bias, then the activation; the vector and scalar parts do exactly that per
+// element, so any thread count, alignment or tail gives the same bits, and they are oneDNN's
+// channels-last kernel's (tests/runtime/dnnl_kernels_test.cc).
 
 #include <cstdint>
 

@@ -1,9 +1,10 @@
 #pragma once
-// Happens-before edges that ThreadSanitizer cannot see for itself. oneTBB (Debian's libtbb) is not
-// instrumented, so TSan does not see that a task starts after it was submitted, nor that
-// parallel_for and task_group::wait return after every task ended: each kernel chunk run on a TBB
-// worker and read afterwards would be reported as a race (about 900 reports in runtime_tests).
-// The code that hands work to TBB states those edges here, precisely (a task acquires only what
+// Happens-before edges that ThreadSanitizer cannot see for itself. oneTBB (Debian's libtbb, the
+// executors' inter-op tasks) and libgomp (parallel_for's OpenMP team) are not instrumented, so TSan
+// does not see that a task starts after it was submitted, nor that parallel_for and
+// task_group::wait return after every task ended: each kernel chunk run on a worker and read
+// afterwards would be reported as a race (about 900 reports in runtime_tests). The code that hands
+// work to them states those edges here, precisely (a task acquires only what
 // its submitter released, never what sibling tasks did, so real races between tasks are still
 // reported). Outside a -fsanitize=thread build these are empty inline functions.
 

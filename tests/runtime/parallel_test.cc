@@ -1,6 +1,7 @@
 #include "runtime/parallel.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -94,6 +95,31 @@ TEST(ParallelFor, ExceptionsPropagate) {
                               }),
                  std::runtime_error);
   }
+}
+
+// The chunks run on the OpenMP team (the one oneDNN's primitives use, so the two never compete for
+// the cores); a parallel_for inside a chunk runs its own chunks right there, in order.
+TEST(ParallelFor, ChunksRunOnTheOpenMpTeamAndNestedCallsRunInPlace) {
+  if (cores() < 2) GTEST_SKIP() << "one core: parallel_for is serial";
+  ScopedIntraOpThreads scope(2);
+  std::atomic<int> in_team{0}, chunks{0};
+  std::mutex mutex;
+  std::vector<std::vector<int64_t>> nested_orders;
+  parallel_for(64, 1, [&](int64_t, int64_t) {
+    ++chunks;
+    if (omp_in_parallel() && omp_get_num_threads() == 2) ++in_team;
+    const std::thread::id me = std::this_thread::get_id();
+    std::vector<int64_t> order;
+    parallel_for(8, 2, [&](int64_t begin, int64_t) {
+      EXPECT_EQ(std::this_thread::get_id(), me);
+      order.push_back(begin);
+    });
+    std::lock_guard<std::mutex> lock(mutex);
+    nested_orders.push_back(order);
+  });
+  EXPECT_EQ(chunks.load(), 64);
+  EXPECT_EQ(in_team.load(), 64);
+  for (const auto& order : nested_orders) EXPECT_EQ(order, (std::vector<int64_t>{0, 2, 4, 6}));
 }
 
 TEST(IntraOpThreads, ScopedNestsRestoresAndCapsToCores) {

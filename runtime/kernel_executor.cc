@@ -194,32 +194,46 @@ class PlanRun {
       tbb::task_group group;
       // ThreadSanitizer builds: a step starts after its launcher's writes, and every step ends
       // before wait() returns (runtime/tsan_sync.h); the steps' own ordering is the atomics'.
-      std::function<void(int)> launch = [&](int s) {
-        tsan_release(&plan_.steps[s]);
-        group.run([&, s] {
-          tsan_acquire(&plan_.steps[s]);
+      // A task runs its step, then the first successor that became ready on the same thread, and
+      // so on down a chain; only further ready successors become tasks of their own. A task per
+      // step sent each step of a chain to whichever thread took it, with the task overhead and the
+      // caches lost at every step: mobilenet_v2 (a chain, nothing to run side by side) at one
+      // intra-op thread took 13.8 ms at jit_level O0 against 9.7 ms op by op.
+      std::function<void(int)> launch = [&](int first) {
+        tsan_release(&plan_.steps[first]);
+        group.run([&, first] {
+          tsan_acquire(&plan_.steps[first]);
           struct Finished {
             const tbb::task_group* group;
             ~Finished() { tsan_release(group); }
           } finished{&group};
-          if (failed.load()) return;
-          const Step& step = plan_.steps[s];
-          try {
-            ScopedIntraOpThreads threads(options_.intra_op_threads);
-            run_step(step);
-          } catch (...) {
-            std::lock_guard<std::mutex> lock(error_mutex);
-            if (!failed.exchange(true)) error = std::current_exception();
-            return;
-          }
-          for (int slot : distinct_slots(step.inputs)) {
-            if (readers[slot].fetch_sub(1) == 1) release(slot);
-          }
-          for (int slot : step.outputs) {
-            if (readers[slot].load() == 0) release(slot);
-          }
-          for (int next : successors[s]) {
-            if (pending[next].fetch_sub(1) == 1) launch(next);
+          for (int s = first; s >= 0;) {
+            if (failed.load()) return;
+            const Step& step = plan_.steps[s];
+            try {
+              ScopedIntraOpThreads threads(options_.intra_op_threads);
+              run_step(step);
+            } catch (...) {
+              std::lock_guard<std::mutex> lock(error_mutex);
+              if (!failed.exchange(true)) error = std::current_exception();
+              return;
+            }
+            for (int slot : distinct_slots(step.inputs)) {
+              if (readers[slot].fetch_sub(1) == 1) release(slot);
+            }
+            for (int slot : step.outputs) {
+              if (readers[slot].load() == 0) release(slot);
+            }
+            int inline_next = -1;
+            for (int next : successors[s]) {
+              if (pending[next].fetch_sub(1) != 1) continue;
+              if (inline_next < 0) {
+                inline_next = next;
+              } else {
+                launch(next);
+              }
+            }
+            s = inline_next;
           }
         });
       };

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "base/error.h"
 #include "ir/graph.h"
@@ -99,6 +100,33 @@ TEST_F(GraphExecutorTest, InterOpParallelRunsEveryStepExactlyOnce) {
   constexpr int kRuns = 300;
   for (int i = 0; i < kRuns; ++i) executor->run(inputs, parallel);
   EXPECT_EQ(prints_, kRuns);
+}
+
+// A chain (each step the only reader of the last) runs on one thread even with inter-op
+// parallelism: a step's ready successor continues on the thread that finished it, instead of
+// becoming a task any thread may take (a thread hop, and the task's overhead, per step).
+TEST(GraphExecutorChainTest, AChainRunsOnOneThreadWithInterOpParallelism) {
+  auto g = std::make_unique<Graph>("chain");
+  ir::Value v = g->add_parameter("x", f32({64}));
+  for (int i = 0; i < 12; ++i) {
+    v = g->add_node("relu", {v})->output();
+    v = g->add_node("print", {v}, {{"prefix", std::string("step")}})->output();
+  }
+  g->add_output(v);
+  std::vector<std::thread::id> threads;
+  ops::ScopedPrintSink sink([&](std::string_view, const ir::TensorView&) {
+    threads.push_back(std::this_thread::get_id());  // steps of a chain never overlap
+  });
+  RunOptions parallel;
+  parallel.inter_op_parallelism = 2;
+  auto executor = make_kernel_executor(plan_of(*g, passes::MemoryLevel::kO0));
+  std::vector<TensorArg> inputs = {random_arg(f32({64}), 1)};
+  for (int run = 0; run < 50; ++run) {
+    threads.clear();
+    executor->run(inputs, parallel);
+    ASSERT_EQ(threads.size(), 12u);
+    for (const std::thread::id& id : threads) ASSERT_EQ(id, threads.front()) << "run " << run;
+  }
 }
 
 TEST_F(GraphExecutorTest, AllExecutorsAgreeBitForBit) {

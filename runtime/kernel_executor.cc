@@ -1,8 +1,5 @@
 #include "runtime/kernel_executor.h"
 
-#include <oneapi/tbb/task_arena.h>
-#include <oneapi/tbb/task_group.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -13,6 +10,7 @@
 #include "runtime/fused_kernel.h"
 #include "runtime/parallel.h"
 #include "runtime/prepared_kernels.h"
+#include "runtime/step_scheduler.h"
 #include "runtime/storage.h"
 #include "runtime/tsan_sync.h"
 
@@ -176,78 +174,22 @@ class PlanRun {
   // buffers are freed when their last reader finishes (not at the planned step, which assumes
   // serial order).
   void run_parallel(int parallelism) {
-    const size_t n = plan_.steps.size();
-    std::vector<std::vector<int>> successors(n);
-    std::unique_ptr<std::atomic<int>[]> pending(new std::atomic<int>[n]);
-    for (size_t s = 0; s < n; ++s) {
-      pending[s].store(static_cast<int>(plan_.steps[s].depends_on.size()));
-      for (int d : plan_.steps[s].depends_on) successors[d].push_back(static_cast<int>(s));
-    }
     const std::vector<int> counts = reader_counts(plan_);
     std::unique_ptr<std::atomic<int>[]> readers(new std::atomic<int>[plan_.slots.size()]);
     for (size_t id = 0; id < plan_.slots.size(); ++id) readers[id].store(counts[id]);
-    std::atomic<bool> failed{false};
-    std::exception_ptr error;
-    std::mutex error_mutex;
-    tbb::task_arena arena(parallelism);
-    arena.execute([&] {
-      tbb::task_group group;
-      // ThreadSanitizer builds: a step starts after its launcher's writes, and every step ends
-      // before wait() returns (runtime/tsan_sync.h); the steps' own ordering is the atomics'.
-      // A task runs its step, then the first successor that became ready on the same thread, and
-      // so on down a chain; only further ready successors become tasks of their own. A task per
-      // step sent each step of a chain to whichever thread took it, with the task overhead and the
-      // caches lost at every step: mobilenet_v2 (a chain, nothing to run side by side) at one
-      // intra-op thread took 13.8 ms at jit_level O0 against 9.7 ms op by op.
-      std::function<void(int)> launch = [&](int first) {
-        tsan_release(&plan_.steps[first]);
-        group.run([&, first] {
-          tsan_acquire(&plan_.steps[first]);
-          struct Finished {
-            const tbb::task_group* group;
-            ~Finished() { tsan_release(group); }
-          } finished{&group};
-          for (int s = first; s >= 0;) {
-            if (failed.load()) return;
-            const Step& step = plan_.steps[s];
-            try {
-              ScopedIntraOpThreads threads(options_.intra_op_threads);
-              run_step(step);
-            } catch (...) {
-              std::lock_guard<std::mutex> lock(error_mutex);
-              if (!failed.exchange(true)) error = std::current_exception();
-              return;
-            }
-            for (int slot : distinct_slots(step.inputs)) {
-              if (readers[slot].fetch_sub(1) == 1) release(slot);
-            }
-            for (int slot : step.outputs) {
-              if (readers[slot].load() == 0) release(slot);
-            }
-            int inline_next = -1;
-            for (int next : successors[s]) {
-              if (pending[next].fetch_sub(1) != 1) continue;
-              if (inline_next < 0) {
-                inline_next = next;
-              } else {
-                launch(next);
-              }
-            }
-            s = inline_next;
-          }
-        });
-      };
-      // Collect the roots before launching any: once a root runs, it may bring a later step's count
-      // to zero and launch it, and a scan still going would launch that step a second time.
-      std::vector<int> roots;
-      for (size_t s = 0; s < n; ++s) {
-        if (plan_.steps[s].depends_on.empty()) roots.push_back(static_cast<int>(s));
+    run_steps_in_parallel(plan_, parallelism, [&](int s) {
+      const Step& step = plan_.steps[s];
+      {
+        ScopedIntraOpThreads threads(options_.intra_op_threads);
+        run_step(step);
       }
-      for (int s : roots) launch(s);
-      group.wait();
-      tsan_acquire(&group);
+      for (int slot : distinct_slots(step.inputs)) {
+        if (readers[slot].fetch_sub(1) == 1) release(slot);
+      }
+      for (int slot : step.outputs) {
+        if (readers[slot].load() == 0) release(slot);
+      }
     });
-    if (error) std::rethrow_exception(error);
   }
 
   // Graph outputs in order, each in a buffer of its own that outlives the run.

@@ -10,9 +10,6 @@
 // number of times. They delegate to a nested KernelExecutor-style run of their subplans
 // (detail::run_control_flow) and copy the results into the step's bound output bytes.
 
-#include <tbb/task_arena.h>
-#include <tbb/task_group.h>
-
 #include <atomic>
 #include <cstring>
 #include <exception>
@@ -23,6 +20,7 @@
 #include "runtime/kernel_executor.h"
 #include "runtime/parallel.h"
 #include "runtime/prepared_kernels.h"
+#include "runtime/step_scheduler.h"
 #include "runtime/storage.h"
 
 namespace mf::runtime {
@@ -152,49 +150,24 @@ class SinkExecutor final : public GraphExecutor {
     return slot.kind == SlotKind::kPooled && !slot.is_output;
   }
 
-  // The steps as a dependency graph on `inter_op_parallelism` threads; the first error stops
-  // launching and is rethrown here. Pooled intermediates go back when their last reader finishes
-  // (not at the planned step, which assumes serial order).
+  // The steps as a dependency graph on `inter_op_parallelism` threads (step_scheduler.h); the first
+  // error stops launching and is rethrown here. Pooled intermediates go back when their last reader
+  // finishes (not at the planned step, which assumes serial order).
   void run_parallel(const RunOptions& options, MemoryPool& pool) {
-    const size_t n = steps_.size();
-    std::unique_ptr<std::atomic<int>[]> pending(new std::atomic<int>[n]);
-    for (size_t s = 0; s < n; ++s) {
-      pending[s].store(static_cast<int>(plan_->steps[s].depends_on.size()));
-    }
     std::unique_ptr<std::atomic<int>[]> readers(new std::atomic<int>[plan_->slots.size()]);
     for (size_t id = 0; id < plan_->slots.size(); ++id) readers[id].store(readers_[id]);
-    std::atomic<bool> failed{false};
-    std::exception_ptr error;
-    std::mutex error_mutex;
-    tbb::task_arena arena(options.inter_op_parallelism);
-    arena.execute([&] {
-      tbb::task_group group;
-      std::function<void(int)> launch = [&](int s) {
-        group.run([&, s] {
-          if (failed.load()) return;
-          try {
-            ScopedIntraOpThreads threads(options.intra_op_threads);
-            run_step(steps_[s], options, pool);
-          } catch (...) {
-            std::lock_guard<std::mutex> lock(error_mutex);
-            if (!failed.exchange(true)) error = std::current_exception();
-            return;
-          }
-          for (int slot : distinct_inputs_[s]) {
-            if (readers[slot].fetch_sub(1) == 1) pooled_[slot].reset();
-          }
-          for (int slot : plan_->steps[s].outputs) {
-            if (readers[slot].load() == 0) pooled_[slot].reset();
-          }
-          for (int next : successors_[s]) {
-            if (pending[next].fetch_sub(1) == 1) launch(next);
-          }
-        });
-      };
-      for (int s : roots_) launch(s);
-      group.wait();
+    detail::run_steps_in_parallel(*plan_, options.inter_op_parallelism, [&](int s) {
+      {
+        ScopedIntraOpThreads threads(options.intra_op_threads);
+        run_step(steps_[s], options, pool);
+      }
+      for (int slot : distinct_inputs_[s]) {
+        if (readers[slot].fetch_sub(1) == 1) pooled_[slot].reset();
+      }
+      for (int slot : plan_->steps[s].outputs) {
+        if (readers[slot].load() == 0) pooled_[slot].reset();
+      }
     });
-    if (error) std::rethrow_exception(error);
   }
 
   void validate() const {
@@ -266,11 +239,6 @@ class SinkExecutor final : public GraphExecutor {
       distinct_inputs_.push_back(detail::distinct_slots(step.inputs));
       steps_.push_back(std::move(b));
     }
-    successors_.resize(plan.steps.size());
-    for (size_t s = 0; s < plan.steps.size(); ++s) {
-      if (plan.steps[s].depends_on.empty()) roots_.push_back(static_cast<int>(s));
-      for (int d : plan.steps[s].depends_on) successors_[d].push_back(static_cast<int>(s));
-    }
   }
 
   // First run: the arena, kept for later runs; then every view whose pointer no longer changes.
@@ -305,8 +273,6 @@ class SinkExecutor final : public GraphExecutor {
   std::shared_ptr<const Plan> plan_;
   std::mutex mutex_;
   std::vector<BoundStep> steps_;
-  std::vector<std::vector<int>> successors_;       // per step: the steps that depend on it
-  std::vector<int> roots_;                         // steps that depend on none
   std::vector<std::vector<Patch>> patches_;        // per slot: the views that follow its pointer
   std::vector<int> readers_;                       // per slot: how many steps read it
   std::vector<std::vector<int>> distinct_inputs_;  // per step: the slots it reads, once each

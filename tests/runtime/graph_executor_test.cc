@@ -119,13 +119,17 @@ TEST(GraphExecutorChainTest, AChainRunsOnOneThreadWithInterOpParallelism) {
   });
   RunOptions parallel;
   parallel.inter_op_parallelism = 2;
-  auto executor = make_kernel_executor(plan_of(*g, passes::MemoryLevel::kO0));
+  const auto plan = plan_of(*g, passes::MemoryLevel::kO0);
   std::vector<TensorArg> inputs = {random_arg(f32({64}), 1)};
-  for (int run = 0; run < 50; ++run) {
-    threads.clear();
-    executor->run(inputs, parallel);
-    ASSERT_EQ(threads.size(), 12u);
-    for (const std::thread::id& id : threads) ASSERT_EQ(id, threads.front()) << "run " << run;
+  for (auto& executor : {make_kernel_executor(plan), make_sink_executor(plan)}) {
+    for (int run = 0; run < 50; ++run) {
+      threads.clear();
+      executor->run(inputs, parallel);
+      ASSERT_EQ(threads.size(), 12u) << executor->name();
+      for (const std::thread::id& id : threads) {
+        ASSERT_EQ(id, threads.front()) << executor->name() << ", run " << run;
+      }
+    }
   }
 }
 

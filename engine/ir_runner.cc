@@ -1,6 +1,7 @@
 #include "engine/ir_runner.h"
 
 #include <chrono>
+#include <functional>
 #include <source_location>
 #include <unordered_map>
 
@@ -8,6 +9,7 @@
 #include "engine/engine_state.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
+#include "runtime/dnnl/prepare.h"
 
 namespace mf::engine {
 
@@ -63,8 +65,40 @@ std::vector<std::string> IrRunner::output_names() const {
   return names;
 }
 
+void IrRunner::prepare_eager_kernels() {
+  eager_prepare_ = {};
+  const auto policy = current_policy();
+  const int threads = policy->intra_op_threads.value;
+  const bool deterministic = policy->deterministic.value;
+  if (eager_prepared_threads_ == threads && eager_prepared_deterministic_ == deterministic) return;
+  const auto start = std::chrono::steady_clock::now();
+  std::function<void(const ir::Graph&)> prepare_in = [&](const ir::Graph& graph) {
+    for (const ir::Node& node : graph.nodes()) {
+      if (node.def() == nullptr) continue;
+      std::vector<ir::TensorType> types;
+      for (const ir::Value& v : node.inputs()) types.push_back(v.type());
+      ir::Attrs attrs = node.attrs();
+      try {
+        node.def()->infer_types(types, attrs);  // fills in the defaults, as the call will
+        const runtime::dnnl_rt::Prepared prepared =
+            runtime::dnnl_rt::prepare(node.op(), {types, {}, attrs, threads, deterministic});
+        eager_prepare_.kernels += prepared.created ? 1 : 0;
+      } catch (const Error&) {
+        // Left to the op's call, which reports it where it belongs, at its node.
+      }
+    }
+    for (const ir::Graph* sub : graph.subgraphs()) prepare_in(*sub);
+  };
+  prepare_in(*graph_);
+  eager_prepare_.ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  eager_prepared_threads_ = threads;
+  eager_prepared_deterministic_ = deterministic;
+}
+
 std::vector<std::pair<std::string, Tensor>> IrRunner::run_eager(
     const std::map<std::string, Tensor>& bound) {
+  prepare_eager_kernels();
   std::vector<Tensor> args;
   for (size_t i = 0; i < graph_->num_parameters(); ++i)
     args.push_back(bound.at(graph_->parameter(i)->name()));

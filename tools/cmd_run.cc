@@ -135,6 +135,7 @@ void run(const RunOptions& options) {
               std::string(context::to_string(policy->mode.value)).c_str());
   std::vector<double> millis;
   double first_compile_ms = 0;  // trace and compile inside the first iteration
+  double first_prepare_ms = 0;  // op by op: kernels made before a file's first op
   std::vector<std::pair<std::string, Tensor>> outputs;
   runtime::default_pool().reset_peak();
   const bool graph_mode = policy->mode.value == context::ExecutionMode::kGraph;
@@ -151,6 +152,12 @@ void run(const RunOptions& options) {
     millis.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
+    if (!graph_mode && i == 0 && runner) {
+      const engine::IrRunner::EagerPrepareReport& prepared = runner->eager_prepare_report();
+      std::printf("op by op: %zu kernels prepared in %.3g ms before the first op\n",
+                  prepared.kernels, prepared.ms);
+      first_prepare_ms = prepared.ms;
+    }
     if (!graph_mode && i == 0) {
       for (const auto& [name, cell] : jit_cells) {
         print_graph_report("jit " + name, cell->graph_report());
@@ -186,6 +193,10 @@ void run(const RunOptions& options) {
   if (first_compile_ms > 0) {
     std::printf("; first without its %.3g ms of compiling: %.3g ms", first_compile_ms,
                 std::max(0.0, first - first_compile_ms));
+  }
+  if (first_prepare_ms > 0) {
+    std::printf("; first without its %.3g ms of preparing kernels: %.3g ms", first_prepare_ms,
+                std::max(0.0, first - first_prepare_ms));
   }
   std::printf("\n");
   const runtime::MemoryStats stats = runtime::default_pool().stats();

@@ -23,6 +23,7 @@
 #include "runtime/dnnl/prepare.h"
 #include "runtime/dnnl/primitive_cache.h"
 #include "runtime/ops/expand_util.h"
+#include "runtime/ops/gemv.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/reference.h"
 #include "runtime/parallel.h"
@@ -304,6 +305,11 @@ bool matmul_dnnl(const ir::KernelContext& ctx, const GemmShape& s, const Shape& 
   return true;
 }
 
+// A product of one row by one matrix: gemv.h's kernel, not oneDNN's.
+bool runs_gemv(const Shape& c) {
+  return c.size() >= 2 && ir::num_elements(c) == c.back() && c[c.size() - 2] == 1;
+}
+
 void matmul_kernel(const ir::KernelContext& ctx) {
   const TensorType& ta = ctx.inputs[0].type;
   const TensorType& tb = ctx.inputs[1].type;
@@ -321,6 +327,12 @@ void matmul_kernel(const ir::KernelContext& ctx) {
       batch_offsets(Shape(tb.shape.begin(), tb.shape.end() - 2), out_batch);
   const int64_t batches = ir::num_elements(out_batch);
   if (s.m == 0 || s.n == 0 || batches == 0) return;
+  // One row by a matrix (a classifier at batch 1): a pass over b (gemv.h says why).
+  if (tc.dtype == DType::kFloat32 && runs_gemv(tc.shape) && s.k > 0) {
+    return gemv_f32(ctx.inputs[0].as<float>(), ctx.inputs[1].as<float>(),
+                    ctx.inputs.size() > 2 ? ctx.inputs[2].as<float>() : nullptr,
+                    ctx.outputs[0].as<float>(), s.k, s.n, s.transpose_b);
+  }
   // oneDNN multiplies float32 only (with k == 0 it would leave c unwritten): float64, and any
   // shape oneDNN refuses, keep the Eigen path.
   if (tc.dtype == DType::kFloat32 && s.k > 0 && matmul_dnnl(ctx, s, out_batch, a_off, b_off)) {
@@ -428,6 +440,13 @@ const ir::OpRegistration kMatmul =
             // A long k against a small m * n; a row vector.
             sample({f32({4, 3000}), f32({3000, 5})}, transposes(false, false)),
             sample({f32({1, 96}), f32({80, 96})}, transposes(false, true)),
+            // One row by a matrix (gemv.cc): k and n off the 16-lane blocks, rows of b four at a
+            // time and their tail, b stored (k, n) or (n, k), a stored as a column, several
+            // chunks of outputs.
+            sample({f32({1, 37}), f32({37, 21})}, transposes(false, false)),
+            sample({f32({1, 37}), f32({23, 37})}, transposes(false, true)),
+            sample({f32({37, 1}), f32({37, 70})}, transposes(true, false)),
+            sample({f32({1, 300}), f32({203, 300})}, transposes(false, true)),
         })
         .tolerance(1e-4)
         .doc("matrix product of two rank-2 tensors: (m, k) x (k, n) -> (m, n)");
@@ -454,6 +473,9 @@ const ir::OpRegistration kMatmulBias =
             sample({f32({4, 3}), f32({5, 4}), f32({1, 5})}, transposes(true, true)),
             // Several row blocks in parallel.
             sample({f32({130, 256}), f32({64, 256}), f32({64})}, transposes(false, true)),
+            // One row (gemv.cc), the bias after the product.
+            sample({f32({1, 40}), f32({75, 40}), f32({75})}, transposes(false, true)),
+            sample({f32({1, 40}), f32({40, 75}), f32({1, 75})}, transposes(false, false)),
         })
         .tolerance(1e-4)
         .doc(
@@ -490,7 +512,7 @@ dnnl_rt::Prepared prepare_matmul(std::string_view op, const dnnl_rt::PrepareRequ
   Attrs filled = request.attrs;
   const std::vector<TensorType> out = ir::get_op(op).infer_types(in, filled);
   const GemmShape s = check_gemm(op, in[0], in[1], filled);
-  if (s.k == 0) return {};
+  if (s.k == 0 || runs_gemv(out[0].shape)) return {};
   return {dnnl_matmul_whole(in[0].shape, in[1].shape, out[0].shape, s.transpose_a, s.transpose_b,
                             request.threads) != nullptr,
           nullptr};

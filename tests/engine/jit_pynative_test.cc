@@ -193,9 +193,10 @@ TEST_F(JitTest, CompilingPreparesTheKernelsSoTheFirstRunCreatesNothing) {
   auto net = jit([&](const Tensor& x) {
     Tensor y = ops::conv2d(x, weight);
     y = ops::max_pool2d(y);
-    return ops::matmul(ops::reshape(y, {1, -1}), Tensor::randn({5 * 17 * 19, 7}, 12));
+    // Two rows: a single row is gemv.cc's product, with no primitive.
+    return ops::matmul(ops::reshape(y, {2, -1}), Tensor::randn({5 * 17 * 19, 7}, 12));
   });
-  const Tensor x = Tensor::randn({1, 3, 37, 41}, 13);
+  const Tensor x = Tensor::randn({2, 3, 37, 41}, 13);
   const context::Snapshot snapshot = context::snapshot();
   const context::Policy policy = context::derive_policy(snapshot);
   engine::TraceResult trace = engine::Tracer::trace(net, x, policy.max_call_depth.value,

@@ -319,6 +319,9 @@ TEST(DnnlKernels, DeterministicMatmulGivesTheSameBytesAtOneAndTwoThreads) {
       {"matmul_bias", {{f, {130, 256}}, {f, {64, 256}}, {f, {64}}}, t(false, true)},
       {"batch_matmul", {{f, {4, 1, 64, 32}}, {f, {3, 64, 32}}}, t(false, true)},
       {"batch_matmul", {{f, {12, 2048, 4}}, {f, {12, 2048, 4}}}, t(true, false)},
+      // One row by a matrix (gemv.cc): mobilenet_v2's and resnet18's classifiers.
+      {"matmul_bias", {{f, {1, 1280}}, {f, {1000, 1280}}, {f, {1000}}}, t(false, true)},
+      {"matmul", {{f, {1, 512}}, {f, {512, 1000}}}, t(false, false)},
   };
   for (const DeterminismCase& c : cases) {
     SCOPED_TRACE(c.op + " " + ir::shape_to_string(c.inputs[0].shape) + " * " +

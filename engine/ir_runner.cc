@@ -119,7 +119,16 @@ std::vector<Tensor> IrRunner::interpret(const ir::Graph& graph, const std::vecto
     values[ir::Value(graph.parameter(i))] = args.at(i);
   for (size_t i = 0; i < graph.num_constants(); ++i) {
     ir::Constant* c = graph.constant(i);
-    values[ir::Value(c)] = Tensor::from_bytes(c->type().dtype, c->type().shape, c->bytes().data());
+    // Made once per runner, not per run: a constant's tensor is never written, and copying every
+    // constant's bytes into a fresh buffer was a pass over all of them on every run (a dumped
+    // graph with its weights compiled in carries them all as constants).
+    auto it = constants_.find(c);
+    if (it == constants_.end()) {
+      it = constants_
+               .emplace(c, Tensor::from_bytes(c->type().dtype, c->type().shape, c->bytes().data()))
+               .first;
+    }
+    values[ir::Value(c)] = it->second;
   }
   auto subgraph = [&](const ir::Node& node, const char* attr) -> const ir::Graph& {
     const ir::Graph* g = graph.resolve_subgraph(ir::attr_string(node.attrs(), attr, node.op()));

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -63,6 +64,8 @@ class IrRunner {
   std::vector<std::unique_ptr<CompiledNetwork>> compiled_;  // per compile fingerprint
   GraphRunReport report_;
   EagerPrepareReport eager_prepare_;
+  // Op by op: each constant of the graph (and its subgraphs) as a tensor, made at its first use.
+  std::unordered_map<const ir::Constant*, Tensor> constants_;
   int eager_prepared_threads_ = 0;  // 0: nothing prepared yet
   bool eager_prepared_deterministic_ = false;
 };

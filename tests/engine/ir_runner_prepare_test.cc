@@ -1,6 +1,7 @@
 // Op by op, a graph file's kernels are made before its first op (as compiling makes them for a
 // graph): the first run at a thread count prepares every node with a oneDNN primitive, later runs
-// at that count prepare nothing, another count prepares again, and the outputs do not change.
+// at that count prepare nothing, another count prepares again, and the outputs do not change. The
+// graph's constants become tensors once, not on every run.
 
 #include <gtest/gtest.h>
 
@@ -45,6 +46,21 @@ TEST_F(IrRunnerPrepareTest, KernelsAreMadeBeforeTheFirstOpOncePerThreadCount) {
   context::set({{"runtime_num_threads", 2}});
   runner.run({}, 7);
   EXPECT_EQ(runner.eager_prepare_report().kernels, 2u) << "a new thread count needs its own";
+}
+
+// A constant's tensor is made once per runner, not copied out of the graph on every run.
+TEST_F(IrRunnerPrepareTest, ConstantsAreMadeOnceNotPerRun) {
+  auto g = std::make_unique<ir::Graph>("main");
+  ir::Value x = g->add_parameter("x", {DType::kFloat32, {4}});
+  ir::Value c = g->add_constant<float>({4}, {1.f, 2.f, 3.f, 4.f});
+  g->add_output(g->add_node("add", {x, c})->output());
+  g->add_output(c);
+  engine::IrRunner runner(std::move(g));
+  const auto first = runner.run({}, 1);
+  const auto second = runner.run({}, 1);
+  EXPECT_EQ(first.at(1).second.raw_data(), second.at(1).second.raw_data());
+  EXPECT_EQ(second.at(1).second.to_vector<float>(), (std::vector<float>{1.f, 2.f, 3.f, 4.f}));
+  EXPECT_EQ(first.at(0).second.to_vector<float>(), second.at(0).second.to_vector<float>());
 }
 
 TEST_F(IrRunnerPrepareTest, CompiledRunsPrepareNothingOpByOp) {

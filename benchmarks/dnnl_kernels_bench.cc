@@ -118,6 +118,29 @@ void BM_Matmul(benchmark::State& state) {
 }
 BENCHMARK(BM_Matmul)->ArgsProduct({{0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
 
+// Max pools as the networks run them: squeezenet1_0's first and resnet18's, channels last
+// (runtime/ops/max_pool_nhwc.cc; oneDNN 2.6's channels-last pool took 0.525 ms on the first,
+// `ONEDNN_VERBOSE=1`), and resnet18's in NCHW (oneDNN).
+void BM_MaxPool(benchmark::State& state) {
+  struct Case {
+    const char* label;
+    ir::Shape x;
+    bool channels_last;
+    std::vector<int64_t> padding;
+  };
+  const Case cases[] = {{"nhwc_96_109_3x3s2", {1, 109, 109, 96}, true, {0, 1, 0, 1}},
+                        {"nhwc_64_112_3x3s2", {1, 112, 112, 64}, true, {1, 1}},
+                        {"nchw_64_112_3x3s2", {1, 64, 112, 112}, false, {1, 1}}};
+  const Case& c = cases[state.range(0)];
+  state.SetLabel(c.label);
+  ir::Attrs attrs = {{"kernel", std::vector<int64_t>{3, 3}},
+                     {"stride", std::vector<int64_t>{2, 2}},
+                     {"padding", c.padding}};
+  if (c.channels_last) attrs["data_format"] = std::string("NHWC");
+  run_op(state, "max_pool2d", {c.x}, attrs, 0);
+}
+BENCHMARK(BM_MaxPool)->ArgsProduct({{0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
+
 // A conv (oneDNN's OpenMP team) then relu on its output (the TBB arena), back to back.
 void BM_ConvThenRelu(benchmark::State& state) {
   const ir::OpDef& conv = ir::get_op("conv2d");

@@ -35,6 +35,7 @@
 #include "runtime/dnnl/prepare.h"
 #include "runtime/dnnl/primitive_cache.h"
 #include "runtime/ops/depthwise_conv.h"
+#include "runtime/ops/max_pool_nhwc.h"
 #include "runtime/ops/op_util.h"
 #include "runtime/ops/reference.h"
 #include "runtime/parallel.h"
@@ -846,6 +847,12 @@ std::shared_ptr<const DnnlPool> dnnl_pool(std::string_view op, const Shape& x, c
   });
 }
 
+// A float32 channels-last max pool runs max_pool_nhwc.cc, not oneDNN: see that file for why.
+template <PoolKind Kind>
+bool runs_max_pool_nhwc(const Attrs& attrs, std::string_view op) {
+  return Kind == PoolKind::kMax && channels_last(op, attrs);
+}
+
 template <PoolKind Kind>
 void pool_kernel(const ir::KernelContext& ctx) {
   const bool include_pad =
@@ -862,6 +869,14 @@ void pool_kernel(const ir::KernelContext& ctx) {
     return pool_typed<double, Kind>(ctx, include_pad);
   }
   if (ir::num_elements(ctx.outputs[0].type.shape) == 0) return;
+  if (runs_max_pool_nhwc<Kind>(ctx.attrs, ctx.op_name)) {
+    const Shape xs = nchw_sizes(ctx.inputs[0].type.shape, true);
+    const Window w = pool_window(ctx.op_name, xs, ctx.attrs);
+    PoolGeometry g;
+    g.batch = xs[0], g.channels = xs[1], g.h = xs[2], g.w = xs[3], g.oh = w.oh, g.ow = w.ow;
+    g.kh = w.kh, g.kw = w.kw, g.sh = w.sh, g.sw = w.sw, g.top = w.top, g.left = w.left;
+    return max_pool2d_nhwc_f32(ctx.inputs[0].as<float>(), ctx.outputs[0].as<float>(), g);
+  }
   const int threads = dnnl_rt::kernel_threads();
   dnnl_rt::ScopedOmpThreads omp(threads);
   const std::shared_ptr<const DnnlPool> pool =
@@ -882,7 +897,9 @@ void pool_kernel(const ir::KernelContext& ctx) {
 
 template <PoolKind Kind>
 dnnl_rt::Prepared prepare_pool(std::string_view op, const dnnl_rt::PrepareRequest& request) {
-  if (request.inputs[0].dtype != DType::kFloat32) return {};
+  if (request.inputs[0].dtype != DType::kFloat32 || runs_max_pool_nhwc<Kind>(request.attrs, op)) {
+    return {};
+  }
   dnnl_pool<Kind>(op, request.inputs[0].shape, request.attrs, request.threads);
   return {true, nullptr};
 }
@@ -962,8 +979,14 @@ const ir::OpRegistration kMaxPool2d =
             sample({f32({1, 1, 5, 6})}, pool_attrs({2, 3}, {1, 2}, {1, 0, 0, 2})),
             // resnet's 3x3/2 max pool with padding 1, odd size.
             sample({f32({1, 16, 15, 15})}, pool_attrs({3, 3}, {2, 2}, {1, 1})),
-            // The same, channels last.
+            // The same, channels last (max_pool_nhwc.cc): channels in whole vectors, then
+            // squeezenet's first with channels off the vector width, ceil-mode padding on the far
+            // side only, two images.
             sample({f32({1, 15, 15, 16})}, channels_last_attrs(pool_attrs({3, 3}, {2, 2}, {1, 1}))),
+            sample({f32({2, 13, 13, 37})},
+                   channels_last_attrs(pool_attrs({3, 3}, {2, 2}, {0, 1, 0, 1}))),
+            sample({f32({1, 9, 11, 5})},
+                   channels_last_attrs(pool_attrs({2, 3}, {1, 2}, {1, 0, 0, 2}))),
         })
         .doc("max over 2-D windows of NCHW x");
 

@@ -7,7 +7,8 @@
 // Equal values alone would also pass if no fusion happened, so each case also asserts the fusion
 // that did: graph_kernel_flags (with --dump_as_text) reach the cell's compile, whose fusion passes
 // report at the requested level which kernels formed and from which members; the kernel counts per
-// network and level are listed below and change only with the fusion rules.
+// network and level are listed below and change only with the fusion rules. A negative control
+// shows the byte comparison catches a compile that is off by one ulp in one output.
 
 #include <gtest/gtest.h>
 
@@ -21,8 +22,11 @@
 #include <set>
 #include <sstream>
 
+#include "engine/driver.h"
 #include "engine/models/registry.h"
+#include "engine/trace.h"
 #include "engine_fixture.h"
+#include "passes/pass.h"
 #include "tests/unique_temp_path.h"
 
 namespace mf {
@@ -152,6 +156,58 @@ INSTANTIATE_TEST_SUITE_P(AllNetsOptLevels, FusionModesTest, ::testing::ValuesIn(
                            return info.param.net + "_jit" + info.param.jit_level + "_opt" +
                                   std::to_string(info.param.opt_level);
                          });
+
+// The negative control of the comparison above: a pass that moves one output by a single ulp
+// (multiplies it by 1 + 2^-23, where the output is nonzero) must make the GRAPH run differ from
+// PYNATIVE in first_byte_difference, and a pass that changes nothing must not. If this control
+// passed with the broken pass, the modes comparison could miss a broken compile.
+class OneUlpUp final : public passes::Pass {
+ public:
+  std::string_view name() const override { return "test-one-ulp-up"; }
+  bool run(ir::Graph& graph) override {
+    ir::Constant* factor = graph.add_constant<float>({}, {std::nextafter(1.0f, 2.0f)});
+    graph.set_output(0, graph.add_node("mul", {graph.outputs()[0], factor})->output());
+    return true;
+  }
+};
+
+class Unchanged final : public passes::Pass {
+ public:
+  std::string_view name() const override { return "test-unchanged"; }
+  bool run(ir::Graph&) override { return false; }
+};
+
+using FusionModesControlTest = EngineTest;
+
+std::vector<double> graph_run_with(const std::string& net_name, passes::PassFactory extra) {
+  context::set({{"mode", "GRAPH_MODE"}, {"deterministic", "ON"}});
+  const context::Snapshot snapshot = context::snapshot();
+  const context::Policy policy = context::derive_policy(snapshot);
+  const models::NetSpec& spec = models::find_net(net_name);
+  auto net = spec.make(0);
+  const Tensor x = spec.make_input(0);
+  engine::TraceResult trace = engine::Tracer::trace(*net, x, policy.max_call_depth.value,
+                                                    policy.reserve_class_name_in_scope.value);
+  engine::DriverOptions options = engine::driver_options(policy, net_name);
+  options.compile.extra_passes.push_back(std::move(extra));
+  auto network = engine::compile(std::move(trace.graph), x.type(), policy,
+                                 context::fingerprint(snapshot, policy), options);
+  std::vector<runtime::TensorArg> out = engine::run(
+      *network, engine::bind_inputs(*net, trace.bindings, x), policy, snapshot, net_name);
+  return engine::tensor_of(std::move(out.at(0))).to_doubles();
+}
+
+TEST_F(FusionModesControlTest, AOneUlpChangeFromABrokenPassIsCaughtAndNoChangeIsNot) {
+  const std::vector<double> eager =
+      testing::run_net("mlp", {{"mode", "PYNATIVE_MODE"}, {"deterministic", "ON"}});
+  EXPECT_NE(testing::first_byte_difference(
+                graph_run_with("mlp", [] { return std::make_unique<OneUlpUp>(); }), eager),
+            "")
+      << "a one-ulp change went unnoticed";
+  EXPECT_EQ(testing::first_byte_difference(
+                graph_run_with("mlp", [] { return std::make_unique<Unchanged>(); }), eager),
+            "");
+}
 
 class FusionToleranceTest : public EngineTest {};
 

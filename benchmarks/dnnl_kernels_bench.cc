@@ -4,8 +4,8 @@
 // reads as a fraction of peak:
 //   flock /work/.build.lock build/benchmarks/dnnl_kernels_bench --benchmark_min_time=0.3
 // The second argument of every case is the intra-op thread count (runtime_num_threads).
-// BM_ConvThenRelu times a conv followed by an elementwise op (OpenMP team, then TBB arena), to see
-// whether the two thread pools get in each other's way; compare with OMP_WAIT_POLICY=passive.
+// BM_ConvThenRelu times a conv followed by an elementwise op back to back: both run on the one
+// OpenMP team (runtime/parallel.cc; a TBB arena beside it used to fight it for the cores).
 
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
@@ -141,7 +141,7 @@ void BM_MaxPool(benchmark::State& state) {
 }
 BENCHMARK(BM_MaxPool)->ArgsProduct({{0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
 
-// A conv (oneDNN's OpenMP team) then relu on its output (the TBB arena), back to back.
+// A conv then relu on its output, back to back, both on the OpenMP team.
 void BM_ConvThenRelu(benchmark::State& state) {
   const ir::OpDef& conv = ir::get_op("conv2d");
   const ir::OpDef& relu = ir::get_op("relu");

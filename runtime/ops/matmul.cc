@@ -289,7 +289,7 @@ bool matmul_dnnl(const ir::KernelContext& ctx, const GemmShape& s, const Shape& 
   }
   if (full == nullptr || tail == nullptr) return false;
   parallel_for(batches * blocks_per_matrix, 1, [&](int64_t begin, int64_t end) {
-    // One OpenMP thread: oneDNN runs each block inline on this (TBB or calling) thread.
+    // One OpenMP thread: oneDNN runs each block inline on this thread (a parallel_for chunk).
     dnnl_rt::ScopedOmpThreads omp(1);
     for (int64_t item = begin; item < end; ++item) {
       const int64_t batch = item / blocks_per_matrix;

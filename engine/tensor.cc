@@ -71,6 +71,9 @@ const void* Tensor::raw_data() const {
 
 void* Tensor::mutable_raw_data() {
   sync();
+  // Whatever a kernel kept from these bytes (weights reordered for a convolution) is stale once
+  // the caller writes them: the new version keys it out.
+  impl_->buffer->mark_written();
   return impl_->buffer->data();
 }
 

@@ -78,7 +78,8 @@ class Tensor {
 
   // For the dispatcher and executors.
   const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
-  // A writable pointer to a tensor that no task is writing (creation helpers, tests).
+  // A writable pointer to a tensor that no task is writing (creation helpers, tests). Marks the
+  // buffer written: anything a kernel derived from its old bytes is not used again.
   void* mutable_raw_data();
 
  private:

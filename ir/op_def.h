@@ -67,6 +67,12 @@ struct AttrSpec {
 struct TensorView {
   void* data = nullptr;
   TensorType type;
+  // Nonzero when the bytes at `data` stay as they are for as long as (content_id, content_version)
+  // does: a kernel may keep what it derives from them (weights reordered for its primitive) under
+  // that key. Zero: unknown (an intermediate in memory the executor rewrites every run, or memory a
+  // caller owns); nothing is kept.
+  uint64_t content_id = 0;
+  uint64_t content_version = 0;
   template <typename T>
   T* as() const {
     return static_cast<T*>(data);

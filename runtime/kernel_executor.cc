@@ -138,7 +138,8 @@ class PlanRun {
         pool_(pool_of(options)),
         depth_(depth),
         buffers_(plan.slots.size()),
-        data_(plan.slots.size(), nullptr) {}
+        data_(plan.slots.size(), nullptr),
+        content_(plan.slots.size(), {0, 0}) {}
 
   // Kernels of the plan's fused steps, built by the executor; a nested run builds its own.
   void set_fused(const FusedKernels* fused) { fused_ = fused; }
@@ -151,6 +152,10 @@ class PlanRun {
       const int slot = plan_.parameters[i];
       buffers_[slot] = inputs[i].buffer;
       data_[slot] = inputs[i].buffer->data();
+      // The caller's tensors are not written during the run: their identity holds for it.
+      if (inputs[i].buffer->owns_its_bytes()) {
+        content_[slot] = {inputs[i].buffer->id(), inputs[i].buffer->version()};
+      }
     }
     if (plan_.arena_bytes > 0) arena_ = pool_.allocate(plan_.arena_bytes, "arena");
     for (size_t id = 0; id < plan_.slots.size(); ++id) {
@@ -248,7 +253,9 @@ class PlanRun {
     std::vector<ir::TensorView> out;
     in.reserve(step.inputs.size());
     out.reserve(step.outputs.size());
-    for (int id : step.inputs) in.push_back({data_[id], plan_.slots[id].type});
+    for (int id : step.inputs) {
+      in.push_back({data_[id], plan_.slots[id].type, content_[id].first, content_[id].second});
+    }
     for (int id : step.outputs) out.push_back({data_[id], plan_.slots[id].type});
     const ir::KernelContext ctx{in,
                                 out,
@@ -300,6 +307,9 @@ class PlanRun {
   int depth_;
   std::vector<std::shared_ptr<Buffer>> buffers_;
   std::vector<void*> data_;
+  // Per slot: the content identity of a parameter bound from the caller (TensorView::content_id),
+  // {0, 0} for everything the run itself writes.
+  std::vector<std::pair<uint64_t, uint64_t>> content_;
   std::shared_ptr<Buffer> arena_;
   std::mutex on_step_mutex_;
   const FusedKernels* fused_ = nullptr;

@@ -19,6 +19,13 @@
 #include "runtime/memory_format.h"
 
 namespace mf::runtime {
+
+Buffer::Buffer()
+    : id_([] {
+        static std::atomic<uint64_t> next{1};
+        return next.fetch_add(1, std::memory_order_relaxed);
+      }()) {}
+
 namespace {
 
 size_t page_size() {

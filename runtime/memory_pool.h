@@ -4,6 +4,7 @@
 // network allocates nothing new from the system. Going over the limit throws OutOfMemory naming the
 // op, the bytes asked for and the limit; the pool stays usable afterwards.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -46,11 +47,29 @@ struct PoolOptions {
 };
 
 // An allocation from the pool. Freed (returned to the pool) when the last shared_ptr goes away.
+//
+// Content identity, for caches of what a kernel derives from the bytes (weights reordered into a
+// kernel's layout): id() is unique for the life of the process and never reused (not even when
+// the memory is), and version() grows on every write through Tensor::mutable_raw_data. Memory that
+// someone else owns (ExternalBuffer) may be written behind the engine's back: it says so with
+// owns_its_bytes() == false and is never cached.
 class Buffer {
  public:
+  Buffer();
   virtual ~Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
   virtual void* data() const = 0;
   virtual size_t size() const = 0;
+
+  uint64_t id() const { return id_; }
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  void mark_written() { version_.fetch_add(1, std::memory_order_acq_rel); }
+  virtual bool owns_its_bytes() const { return true; }
+
+ private:
+  const uint64_t id_;
+  std::atomic<uint64_t> version_{0};
 };
 
 class MemoryPool {

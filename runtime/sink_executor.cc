@@ -64,8 +64,14 @@ class SinkExecutor final : public GraphExecutor {
     MemoryPool& pool = detail::pool_of(options);
     if (!prepared_) prepare(pool);
 
-    for (size_t i = 0; i < inputs.size(); ++i)
-      point(plan_->parameters[i], inputs[i].buffer->data());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      // The caller's tensors are not written during the run: their identity holds for it
+      // (TensorView::content_id).
+      const Buffer& buffer = *inputs[i].buffer;
+      point(plan_->parameters[i], buffer.data(),
+            buffer.owns_its_bytes() ? std::pair<uint64_t, uint64_t>{buffer.id(), buffer.version()}
+                                    : std::pair<uint64_t, uint64_t>{0, 0});
+    }
     // Graph outputs get fresh buffers: the caller keeps them after the run.
     std::vector<std::shared_ptr<Buffer>> output_buffers(plan_->slots.size());
     for (int id : output_slots_) {
@@ -116,12 +122,15 @@ class SinkExecutor final : public GraphExecutor {
   }
 
  private:
-  // Every bound view of slot `id` now reads or writes `data`.
-  void point(int id, void* data) {
+  // Every bound view of slot `id` now reads or writes `data`, whose content identity is `content`
+  // ({0, 0}: memory the run writes).
+  void point(int id, void* data, std::pair<uint64_t, uint64_t> content = {0, 0}) {
     data_[id] = data;
     for (const Patch& p : patches_[id]) {
-      BoundStep& b = steps_[p.step];
-      (p.output ? b.outputs : b.inputs)[p.operand].data = data;
+      ir::TensorView& view = (p.output ? steps_[p.step].outputs : steps_[p.step].inputs)[p.operand];
+      view.data = data;
+      view.content_id = content.first;
+      view.content_version = content.second;
     }
   }
 

@@ -9,8 +9,9 @@
 
 namespace mf::runtime {
 
-ExternalBuffer::ExternalBuffer(void* data, size_t size, std::function<void(void*)> release)
-    : data_(data), size_(size), release_(std::move(release)) {}
+ExternalBuffer::ExternalBuffer(void* data, size_t size, std::function<void(void*)> release,
+                               bool owned)
+    : data_(data), size_(size), release_(std::move(release)), owned_(owned) {}
 
 ExternalBuffer::~ExternalBuffer() {
   if (release_) {
@@ -32,7 +33,8 @@ std::shared_ptr<Buffer> allocate_unpooled(size_t bytes) {
   MF_CHECK(data != nullptr, OutOfMemory, "out of memory: the system refused ", bytes, " bytes (",
            format_bytes(bytes), ")");
   try {
-    return std::make_shared<ExternalBuffer>(data, bytes, [](void* p) { std::free(p); });
+    return std::make_shared<ExternalBuffer>(
+        data, bytes, [](void* p) { std::free(p); }, /*owned=*/true);
   } catch (...) {
     std::free(data);
     throw;

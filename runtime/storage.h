@@ -15,18 +15,21 @@ namespace mf::runtime {
 // Calls `release` (if any) exactly once when the last owner lets go; never frees the memory itself.
 class ExternalBuffer final : public Buffer {
  public:
-  ExternalBuffer(void* data, size_t size, std::function<void(void*)> release);
+  ExternalBuffer(void* data, size_t size, std::function<void(void*)> release, bool owned = false);
   ~ExternalBuffer() override;
   ExternalBuffer(const ExternalBuffer&) = delete;
   ExternalBuffer& operator=(const ExternalBuffer&) = delete;
 
   void* data() const override { return data_; }
   size_t size() const override { return size_; }
+  // False unless made by allocate_unpooled: wrapped memory belongs to someone who may write it.
+  bool owns_its_bytes() const override { return owned_; }
 
  private:
   void* data_;
   size_t size_;
   std::function<void(void*)> release_;
+  bool owned_;
 };
 
 // Wraps external memory; `release` runs when the last owner lets go (pass {} to borrow without

@@ -24,14 +24,15 @@ std::string PrimitiveKey::to_string() const {
 PrimitiveCache::PrimitiveCache(size_t capacity) : capacity_(std::max<size_t>(1, capacity)) {}
 
 std::shared_ptr<const void> PrimitiveCache::get_erased(
-    const PrimitiveKey& key, const std::function<std::shared_ptr<const void>()>& create) {
+    const PrimitiveKey& key, const std::function<std::shared_ptr<const void>()>& create,
+    size_t cost) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = index_.find(key);
     if (it != index_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second);
       ++stats_.hits;
-      return it->second->second;
+      return it->second->value;
     }
     ++stats_.creations;
   }
@@ -41,17 +42,19 @@ std::shared_ptr<const void> PrimitiveCache::get_erased(
   if (it != index_.end()) {
     // Another thread stored the same key meanwhile: keep one.
     lru_.splice(lru_.begin(), lru_, it->second);
-    return it->second->second;
+    return it->second->value;
   }
-  lru_.emplace_front(key, created);
+  lru_.push_front(Entry{key, created, cost});
   index_.emplace(key, lru_.begin());
+  used_ += cost;
   evict_locked();
   return created;
 }
 
 void PrimitiveCache::evict_locked() {
-  while (lru_.size() > capacity_) {
-    index_.erase(lru_.back().first);
+  while (lru_.size() > 1 && used_ > capacity_) {
+    used_ -= lru_.back().cost;
+    index_.erase(lru_.back().key);
     lru_.pop_back();
     ++stats_.evictions;
   }
@@ -61,6 +64,7 @@ PrimitiveCacheStats PrimitiveCache::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   PrimitiveCacheStats s = stats_;
   s.size = lru_.size();
+  s.used = used_;
   s.capacity = capacity_;
   return s;
 }
@@ -75,11 +79,17 @@ void PrimitiveCache::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
   index_.clear();
   lru_.clear();
+  used_ = 0;
 }
 
 PrimitiveCache& primitive_cache() {
   // Leaked on purpose: kernels may run from static destructors of other objects.
   static PrimitiveCache* cache = new PrimitiveCache(1024);
+  return *cache;
+}
+
+PrimitiveCache& reordered_weights_cache() {
+  static PrimitiveCache* cache = new PrimitiveCache(size_t(512) << 20);
   return *cache;
 }
 

@@ -51,7 +51,8 @@ struct PrimitiveCacheStats {
   int64_t hits = 0;
   int64_t creations = 0;  // create() calls: misses
   int64_t evictions = 0;
-  size_t size = 0;
+  size_t size = 0;  // entries
+  size_t used = 0;  // the entries' costs, in capacity's unit
   size_t capacity = 0;
 };
 
@@ -61,11 +62,13 @@ class PrimitiveCache {
 
   // The entry for `key`, made by create() (returning std::shared_ptr<const T>) on a miss. create()
   // runs outside the lock: two threads missing the same key at once may both create; the first
-  // stored is kept and returned to both.
+  // stored is kept and returned to both. `cost` is what the entry counts against the capacity (1:
+  // capacity is a number of entries; a cache of buffers counts bytes); the newest entry is kept
+  // even when it alone exceeds the capacity.
   template <typename T, typename Create>
-  std::shared_ptr<const T> get(const PrimitiveKey& key, Create&& create) {
-    return std::static_pointer_cast<const T>(
-        get_erased(key, [&]() -> std::shared_ptr<const void> { return create(); }));
+  std::shared_ptr<const T> get(const PrimitiveKey& key, Create&& create, size_t cost = 1) {
+    return std::static_pointer_cast<const T>(get_erased(
+        key, [&]() -> std::shared_ptr<const void> { return create(); }, cost));
   }
 
   PrimitiveCacheStats stats() const;
@@ -76,14 +79,20 @@ class PrimitiveCache {
   struct KeyHash {
     size_t operator()(const PrimitiveKey& k) const { return k.hash(); }
   };
-  using Entry = std::pair<PrimitiveKey, std::shared_ptr<const void>>;
+  struct Entry {
+    PrimitiveKey key;
+    std::shared_ptr<const void> value;
+    size_t cost;
+  };
 
-  std::shared_ptr<const void> get_erased(
-      const PrimitiveKey& key, const std::function<std::shared_ptr<const void>()>& create);
+  std::shared_ptr<const void> get_erased(const PrimitiveKey& key,
+                                         const std::function<std::shared_ptr<const void>()>& create,
+                                         size_t cost);
   void evict_locked();
 
   mutable std::mutex mutex_;
   size_t capacity_;
+  size_t used_ = 0;       // sum of the entries' costs
   std::list<Entry> lru_;  // most recently used first
   std::unordered_map<PrimitiveKey, std::list<Entry>::iterator, KeyHash> index_;
   PrimitiveCacheStats stats_;
@@ -91,5 +100,11 @@ class PrimitiveCache {
 
 // The cache the kernels use (capacity 1024 entries).
 PrimitiveCache& primitive_cache();
+
+// Weights a kernel reordered into its primitive's layout, kept under the weights' content identity
+// (ir::TensorView::content_id, content_version) and the primitive they were made for, so a weight
+// tensor bound again unchanged (a parameter at every GRAPH run without infer_boost, an eager
+// convolution's weights) is not reordered again. Counted in bytes: capacity 512 MiB.
+PrimitiveCache& reordered_weights_cache();
 
 }  // namespace mf::runtime::dnnl_rt

@@ -474,6 +474,38 @@ struct PreparedConv {
   dnnl::memory weights;  // owns its bytes; conv->weights layout
 };
 
+// Weights whose bytes are known unchanged (a parameter bound again, an eager tensor) in `conv`'s
+// layout, reordered on their first use and kept in reordered_weights_cache() under their content
+// identity and the primitive: GRAPH O1 without infer_boost reordered every weight on every run
+// (resnet18: 27.2 ms against 22.1 with the weights compiled in, one thread).
+struct ReorderedWeights {
+  dnnl::memory memory;                   // owns its bytes, in conv->weights' layout
+  std::shared_ptr<const DnnlConv> conv;  // keeps the primitive (and so the key's address) alive
+};
+
+dnnl::memory reordered_weights(const DnnlConv& conv, const std::shared_ptr<const DnnlConv>& owner,
+                               const ir::TensorView& user) {
+  dnnl_rt::PrimitiveKey key("conv2d weights");
+  key.add(static_cast<int64_t>(user.content_id))
+      .add(static_cast<int64_t>(user.content_version))
+      .add(static_cast<int64_t>(reinterpret_cast<intptr_t>(&conv)));
+  const auto cached = dnnl_rt::reordered_weights_cache().get<ReorderedWeights>(
+      key,
+      [&] {
+        auto entry = std::make_shared<ReorderedWeights>();
+        entry->conv = owner;
+        const dnnl::engine& engine = dnnl_rt::cpu_engine();
+        entry->memory = dnnl::memory(conv.weights, engine);
+        dnnl::memory from(conv.user_weights, engine, user.data);
+        dnnl::stream& stream = dnnl_rt::thread_stream();
+        conv.weights_in.execute(stream, from, entry->memory);
+        stream.wait();
+        return std::shared_ptr<const ReorderedWeights>(entry);
+      },
+      conv.weights.get_size());
+  return cached->memory;
+}
+
 void conv2d_dnnl(const ir::KernelContext& ctx) {
   const int threads = dnnl_rt::kernel_threads();
   dnnl_rt::ScopedOmpThreads omp(threads);
@@ -502,9 +534,14 @@ void conv2d_dnnl(const ir::KernelContext& ctx) {
     return copy;
   };
   const dnnl::memory src = operand(conv->src_in, conv->user_src, conv->src, ctx.inputs[0].data, 0);
-  const dnnl::memory weights = prepared != nullptr ? prepared->weights
-                                                   : operand(conv->weights_in, conv->user_weights,
-                                                             conv->weights, ctx.inputs[1].data, 1);
+  dnnl::memory weights;
+  if (prepared != nullptr) {
+    weights = prepared->weights;
+  } else if (conv->weights_in && ctx.inputs[1].content_id != 0) {
+    weights = reordered_weights(*conv, conv, ctx.inputs[1]);
+  } else {
+    weights = operand(conv->weights_in, conv->user_weights, conv->weights, ctx.inputs[1].data, 1);
+  }
   dnnl::memory user_dst(conv->user_dst, engine, ctx.outputs[0].data);
   dnnl::memory dst =
       conv->dst_out ? dnnl::memory(conv->dst, engine, scratch(2, conv->dst.get_size())) : user_dst;

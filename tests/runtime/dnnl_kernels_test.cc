@@ -82,6 +82,66 @@ ir::Attrs conv(std::vector<int64_t> stride, std::vector<int64_t> padding, int64_
   return {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
 }
 
+// With costs, the capacity counts their sum (bytes, for the reordered weights): the least recent
+// go until the rest fit, and an entry costlier than the whole capacity is still kept alone.
+TEST(PrimitiveCache, CostsCountAgainstTheCapacity) {
+  PrimitiveCache cache(100);
+  auto make = [] { return std::make_shared<const int>(0); };
+  cache.get<int>(PrimitiveKey("w").add(1), make, 40);
+  cache.get<int>(PrimitiveKey("w").add(2), make, 40);
+  EXPECT_EQ(cache.stats().used, 80u);
+  cache.get<int>(PrimitiveKey("w").add(3), make, 40);  // 120 > 100: the first goes
+  EXPECT_EQ(cache.stats().size, 2u);
+  EXPECT_EQ(cache.stats().used, 80u);
+  cache.get<int>(PrimitiveKey("w").add(4), make, 500);  // alone over the capacity: kept alone
+  EXPECT_EQ(cache.stats().size, 1u);
+  EXPECT_EQ(cache.stats().used, 500u);
+}
+
+// Weights whose bytes are known unchanged (TensorView::content_id) are reordered into the
+// primitive's layout once and kept: a second call with the same identity reorders nothing and
+// gives the same bits; a new version (the caller wrote the weights) or another buffer reorders
+// again; weights without an identity are never kept.
+TEST(DnnlKernels, ReorderedWeightsAreKeptUnderTheirContentIdentity) {
+  const ir::DType f = ir::DType::kFloat32;
+  // A shape whose kernel wants blocked weights (a plane of 28x28 from 64 channels).
+  std::vector<ir::TensorType> types = {{f, {1, 64, 28, 28}}, {f, {64, 64, 3, 3}}};
+  std::vector<HostTensor> in = random_inputs(types, 21);
+  const ir::Attrs attrs = conv({1, 1}, {1, 1}, 1);
+  auto& cache = reordered_weights_cache();
+  const HostTensor plain = run("conv2d", in, attrs, 1, false);  // no identity: nothing kept
+  const int64_t made_before = cache.stats().creations;
+  auto run_with = [&](uint64_t id, uint64_t version) {
+    const ir::OpDef& op = ir::get_op("conv2d");
+    ir::Attrs filled = attrs;
+    op.infer_types(types, filled);
+    HostTensor out(types[0]);
+    std::vector<ir::TensorView> views = {in[0].view(), in[1].view()};
+    views[1].content_id = id;
+    views[1].content_version = version;
+    std::vector<ir::TensorView> outs = {out.view()};
+    ScopedIntraOpThreads scope(1);
+    op.kernel(ir::KernelContext{views, outs, filled, op.name, false});
+    return out;
+  };
+  EXPECT_EQ(cache.stats().creations, made_before) << "weights without an identity were kept";
+  const uint64_t id = (uint64_t(1) << 60) + 7;  // far from any real buffer's
+  EXPECT_TRUE(run_with(id, 0).same_bytes(plain));
+  EXPECT_EQ(cache.stats().creations, made_before + 1);
+  const int64_t hits = cache.stats().hits;
+  EXPECT_TRUE(run_with(id, 0).same_bytes(plain));
+  EXPECT_EQ(cache.stats().creations, made_before + 1) << "reordered again";
+  EXPECT_EQ(cache.stats().hits, hits + 1);
+  // The caller wrote the weights: the old reorder is not used.
+  static_cast<float*>(in[1].data())[0] += 1.0f;
+  const HostTensor changed = run("conv2d", in, attrs, 1, false);
+  EXPECT_TRUE(run_with(id, 1).same_bytes(changed));
+  EXPECT_FALSE(changed.same_bytes(plain));
+  EXPECT_EQ(cache.stats().creations, made_before + 2);
+  EXPECT_TRUE(run_with(id + 1, 0).same_bytes(changed));  // another buffer
+  EXPECT_EQ(cache.stats().creations, made_before + 3);
+}
+
 TEST(DnnlKernels, ASecondRunOfTheSameShapeCreatesNothing) {
   struct Case {
     std::string op;

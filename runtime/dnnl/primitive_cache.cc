@@ -89,7 +89,7 @@ PrimitiveCache& primitive_cache() {
 }
 
 PrimitiveCache& reordered_weights_cache() {
-  static PrimitiveCache* cache = new PrimitiveCache(size_t(512) << 20);
+  static PrimitiveCache* cache = new PrimitiveCache(size_t(256) << 20);
   return *cache;
 }
 

@@ -104,7 +104,9 @@ PrimitiveCache& primitive_cache();
 // Weights a kernel reordered into its primitive's layout, kept under the weights' content identity
 // (ir::TensorView::content_id, content_version) and the primitive they were made for, so a weight
 // tensor bound again unchanged (a parameter at every GRAPH run without infer_boost, an eager
-// convolution's weights) is not reordered again. Counted in bytes: capacity 512 MiB.
+// convolution's weights) is not reordered again. Counted in bytes: capacity 256 MiB (a network's
+// weights fit; entries of tensors since dropped, e.g. weights replaced every training step, leave
+// only by least recent use, so the bound is also what they can cost).
 PrimitiveCache& reordered_weights_cache();
 
 }  // namespace mf::runtime::dnnl_rt

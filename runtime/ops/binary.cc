@@ -4,6 +4,10 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include "runtime/ops/elementwise_kernel.h"
 #include "runtime/ops/reference.h"
 
@@ -87,6 +91,30 @@ const ir::OpRegistration kMinimum = declare(
 // operands, NaN included; the fused-kernel generator emits it as those two instructions.
 template <DType kType>
 void clip_tile(const void* const* in, uint32_t scalars, void* out, int64_t n) {
+#if defined(__AVX512F__)
+  // ReLU6's form (float32 x, scalar bounds) in one pass: the very instructions of the two tile
+  // functions, in their operand order (Eigen's pmax(a, b) is vmaxps(b, a)), each element once.
+  // The two passes took a quarter more over mobilenet_v2's clips op by op (the second read the
+  // tile back).
+  if constexpr (kType == DType::kFloat32) {
+    if ((scalars & 7u) == 6u) {
+      const float* x = static_cast<const float*>(in[0]);
+      float* o = static_cast<float*>(out);
+      const __m512 lo = _mm512_set1_ps(*static_cast<const float*>(in[1]));
+      const __m512 hi = _mm512_set1_ps(*static_cast<const float*>(in[2]));
+      int64_t i = 0;
+      for (; i + 16 <= n; i += 16) {
+        _mm512_storeu_ps(o + i, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_loadu_ps(x + i))));
+      }
+      if (i < n) {
+        const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(
+            o + i, m, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_maskz_loadu_ps(m, x + i))));
+      }
+      return;
+    }
+  }
+#endif
   const void* lower[] = {in[0], in[1]};
   kMaximumMath.for_dtype(kType)(lower, scalars & 3u, out, n);
   // The tile just written (L1-resident) is the minimum's first operand, read in place.

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 #include <random>
 
@@ -48,6 +49,41 @@ std::string error_of(Fn&& fn, ErrorKind kind = ErrorKind::kInvalidArgument) {
   }
   ADD_FAILURE() << "expected an mf::Error";
   return {};
+}
+
+// ---- clip ----
+
+// clip gives the bytes of maximum then minimum, whatever the values (NaN, signed zeros, infinities
+// in x and in the bounds), the bounds' shapes (scalars: its single-pass float32 path; tensors) and
+// the length (tails of every size below a vector).
+TEST(OpClip, GivesTheBytesOfMaximumThenMinimum) {
+  const double nan = std::nan(""), inf = INFINITY;
+  const std::vector<double> specials = {nan, -0.0, 0.0, inf, -inf, 1.5, -2.5, 6.0, 7.0, -1e-40};
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    for (int64_t n : {1, 7, 16, 17, 40, 100}) {
+      std::vector<double> x = random_vector(n, uint64_t(n));
+      for (int64_t i = 0; i < n; ++i) {
+        if (i % 3 == 0) x[size_t(i)] = specials[size_t(i) % specials.size()];
+      }
+      const HostTensor xt = HostTensor::from_doubles({dtype, {n}}, x);
+      for (double lo : {0.0, -0.0, nan, -1.0}) {
+        for (double hi : {6.0, 0.5, nan, -inf}) {
+          for (bool full_bounds : {false, true}) {
+            const ir::Shape bound_shape = full_bounds ? ir::Shape{n} : ir::Shape{};
+            const int64_t count = full_bounds ? n : 1;
+            const HostTensor l = HostTensor::from_doubles({dtype, bound_shape},
+                                                          std::vector<double>(size_t(count), lo));
+            const HostTensor h = HostTensor::from_doubles({dtype, bound_shape},
+                                                          std::vector<double>(size_t(count), hi));
+            const HostTensor two = run_op("minimum", {run_op("maximum", {xt, l})[0], h})[0];
+            const HostTensor one = run_op("clip", {xt, l, h})[0];
+            EXPECT_TRUE(one.same_bytes(two)) << ir::dtype_name(dtype) << " n=" << n << " lo=" << lo
+                                             << " hi=" << hi << " full=" << full_bounds;
+          }
+        }
+      }
+    }
+  }
 }
 
 // ---- matmul ----

@@ -101,6 +101,9 @@ TEST(ParallelFor, ExceptionsPropagate) {
 // the cores); a parallel_for inside a chunk runs its own chunks right there, in order.
 TEST(ParallelFor, ChunksRunOnTheOpenMpTeamAndNestedCallsRunInPlace) {
   if (cores() < 2) GTEST_SKIP() << "one core: parallel_for is serial";
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ThreadSanitizer builds run the chunks on threads of their own (parallel.cc)";
+#endif
   ScopedIntraOpThreads scope(2);
   std::atomic<int> in_team{0}, chunks{0};
   std::mutex mutex;

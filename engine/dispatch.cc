@@ -84,12 +84,8 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
     for (const auto& impl : input_impls) {
       // An eager tensor's bytes are written once, by the task that made it (or through
       // mutable_raw_data, which moves the version): a kernel may keep what it derives from them.
-      ir::TensorView view{impl->buffer->data(), impl->type};
-      if (impl->buffer->owns_its_bytes()) {
-        view.content_id = impl->buffer->id();
-        view.content_version = impl->buffer->version();
-      }
-      in.push_back(view);
+      const auto [id, version] = impl->buffer->content_identity();
+      in.push_back({impl->buffer->data(), impl->type, id, version});
     }
     for (const auto& impl : output_impls) out.push_back({impl->buffer->data(), impl->type});
     ir::KernelContext context{in, out, attrs, def.name, deterministic};

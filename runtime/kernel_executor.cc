@@ -153,9 +153,7 @@ class PlanRun {
       buffers_[slot] = inputs[i].buffer;
       data_[slot] = inputs[i].buffer->data();
       // The caller's tensors are not written during the run: their identity holds for it.
-      if (inputs[i].buffer->owns_its_bytes()) {
-        content_[slot] = {inputs[i].buffer->id(), inputs[i].buffer->version()};
-      }
+      content_[slot] = inputs[i].buffer->content_identity();
     }
     if (plan_.arena_bytes > 0) arena_ = pool_.allocate(plan_.arena_bytes, "arena");
     for (size_t id = 0; id < plan_.slots.size(); ++id) {

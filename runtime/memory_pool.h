@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace mf::runtime {
 
@@ -66,6 +67,12 @@ class Buffer {
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
   void mark_written() { version_.fetch_add(1, std::memory_order_acq_rel); }
   virtual bool owns_its_bytes() const { return true; }
+  // {id, version} for a kernel to key what it derives from the bytes (ir::TensorView::content_id),
+  // or {0, 0} when it must not keep anything: memory another owner may write.
+  std::pair<uint64_t, uint64_t> content_identity() const {
+    return owns_its_bytes() ? std::pair<uint64_t, uint64_t>{id(), version()}
+                            : std::pair<uint64_t, uint64_t>{0, 0};
+  }
 
  private:
   const uint64_t id_;

@@ -67,10 +67,7 @@ class SinkExecutor final : public GraphExecutor {
     for (size_t i = 0; i < inputs.size(); ++i) {
       // The caller's tensors are not written during the run: their identity holds for it
       // (TensorView::content_id).
-      const Buffer& buffer = *inputs[i].buffer;
-      point(plan_->parameters[i], buffer.data(),
-            buffer.owns_its_bytes() ? std::pair<uint64_t, uint64_t>{buffer.id(), buffer.version()}
-                                    : std::pair<uint64_t, uint64_t>{0, 0});
+      point(plan_->parameters[i], inputs[i].buffer->data(), inputs[i].buffer->content_identity());
     }
     // Graph outputs get fresh buffers: the caller keeps them after the run.
     std::vector<std::shared_ptr<Buffer>> output_buffers(plan_->slots.size());

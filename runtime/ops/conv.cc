@@ -120,6 +120,15 @@ Window make_window(std::string_view op, const Shape& x, int64_t kh, int64_t kw, 
   return w;
 }
 
+// The window over the planes of `x` (NCHW sizes), for the direct kernels.
+WindowGeometry window_geometry(const Shape& x, const Window& w) {
+  WindowGeometry g;
+  g.batch = x[0], g.channels = x[1], g.h = x[2], g.w = x[3], g.oh = w.oh, g.ow = w.ow;
+  g.kh = w.kh, g.kw = w.kw, g.sh = w.sh, g.sw = w.sw, g.top = w.top, g.left = w.left;
+  g.dh = w.dh, g.dw = w.dw;
+  return g;
+}
+
 void check_nchw(std::string_view op, const TensorType& x) {
   check_dtype(op, x.dtype, kFloatTypes);
   MF_CHECK(x.shape.size() == 4, InvalidArgument, op, ": x must be NCHW or NHWC (rank 4), got ",
@@ -483,6 +492,18 @@ struct ReorderedWeights {
   std::shared_ptr<const DnnlConv> conv;  // keeps the primitive (and so the key's address) alive
 };
 
+// `weights` (the user's goihw bytes) in `conv`'s layout, in memory of their own.
+dnnl::memory reorder_weights(const DnnlConv& conv, const void* weights) {
+  const dnnl::engine& engine = dnnl_rt::cpu_engine();
+  dnnl::memory reordered(conv.weights, engine);
+  // oneDNN reads the user's bytes and never writes them: the const_cast only fits its API.
+  dnnl::memory user(conv.user_weights, engine, const_cast<void*>(weights));
+  dnnl::stream& stream = dnnl_rt::thread_stream();
+  conv.weights_in.execute(stream, user, reordered);
+  stream.wait();
+  return reordered;
+}
+
 dnnl::memory reordered_weights(const DnnlConv& conv, const std::shared_ptr<const DnnlConv>& owner,
                                const ir::TensorView& user) {
   dnnl_rt::PrimitiveKey key("conv2d weights");
@@ -494,12 +515,7 @@ dnnl::memory reordered_weights(const DnnlConv& conv, const std::shared_ptr<const
       [&] {
         auto entry = std::make_shared<ReorderedWeights>();
         entry->conv = owner;
-        const dnnl::engine& engine = dnnl_rt::cpu_engine();
-        entry->memory = dnnl::memory(conv.weights, engine);
-        dnnl::memory from(conv.user_weights, engine, user.data);
-        dnnl::stream& stream = dnnl_rt::thread_stream();
-        conv.weights_in.execute(stream, from, entry->memory);
-        stream.wait();
+        entry->memory = reorder_weights(conv, user.data);
         return std::shared_ptr<const ReorderedWeights>(entry);
       },
       conv.weights.get_size());
@@ -572,11 +588,7 @@ bool runs_depthwise_nchw(std::span<const TensorType> in, const Attrs& attrs) {
 void conv2d_depthwise_nchw(const ir::KernelContext& ctx) {
   const Shape& xs = ctx.inputs[0].type.shape;
   const Shape& ws = ctx.inputs[1].type.shape;
-  const Window win = conv_window(xs, ws, ctx.attrs);
-  DepthwiseGeometry g;
-  g.batch = xs[0], g.channels = xs[1], g.h = xs[2], g.w = xs[3];
-  g.oh = win.oh, g.ow = win.ow, g.kh = win.kh, g.kw = win.kw;
-  g.sh = win.sh, g.sw = win.sw, g.top = win.top, g.left = win.left, g.dh = win.dh, g.dw = win.dw;
+  const WindowGeometry g = window_geometry(xs, conv_window(xs, ws, ctx.attrs));
   const ConvActivation a = conv_activation(ctx.attrs);
   DepthwiseActivation activation;
   activation.kind = a.kind == ConvActivation::Kind::kRelu   ? DepthwiseActivation::Kind::kRelu
@@ -621,13 +633,7 @@ dnnl_rt::Prepared prepare_conv2d(const dnnl_rt::PrepareRequest& request) {
   state->conv = conv;
   state->threads = request.threads;
   state->deterministic = request.deterministic;
-  const dnnl::engine& engine = dnnl_rt::cpu_engine();
-  state->weights = dnnl::memory(conv->weights, engine);
-  // oneDNN reads the user's bytes and never writes them: the const_cast only fits its API.
-  dnnl::memory user(conv->user_weights, engine, const_cast<void*>(weights));
-  dnnl::stream& stream = dnnl_rt::thread_stream();
-  conv->weights_in.execute(stream, user, state->weights);
-  stream.wait();
+  state->weights = reorder_weights(*conv, weights);
   return {true, std::shared_ptr<const void>(state)};
 }
 
@@ -908,11 +914,8 @@ void pool_kernel(const ir::KernelContext& ctx) {
   if (ir::num_elements(ctx.outputs[0].type.shape) == 0) return;
   if (runs_max_pool_nhwc<Kind>(ctx.attrs, ctx.op_name)) {
     const Shape xs = nchw_sizes(ctx.inputs[0].type.shape, true);
-    const Window w = pool_window(ctx.op_name, xs, ctx.attrs);
-    PoolGeometry g;
-    g.batch = xs[0], g.channels = xs[1], g.h = xs[2], g.w = xs[3], g.oh = w.oh, g.ow = w.ow;
-    g.kh = w.kh, g.kw = w.kw, g.sh = w.sh, g.sw = w.sw, g.top = w.top, g.left = w.left;
-    return max_pool2d_nhwc_f32(ctx.inputs[0].as<float>(), ctx.outputs[0].as<float>(), g);
+    return max_pool2d_nhwc_f32(ctx.inputs[0].as<float>(), ctx.outputs[0].as<float>(),
+                               window_geometry(xs, pool_window(ctx.op_name, xs, ctx.attrs)));
   }
   const int threads = dnnl_rt::kernel_threads();
   dnnl_rt::ScopedOmpThreads omp(threads);

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <utility>
 #include <vector>
 
+#include "ir/shape.h"
 #include "runtime/parallel.h"
 
 #if defined(__AVX512F__)
@@ -27,7 +30,7 @@ float activate(float v, const DepthwiseActivation& a) {
 
 // One output element: an FMA per tap, a tap in the padding reading 0 (as the vector path's padded
 // copy does; with finite weights the same bits as skipping it, since the sum never is -0).
-float output_at(const float* x, const float* weight, float bias, const DepthwiseGeometry& g,
+float output_at(const float* x, const float* weight, float bias, const WindowGeometry& g,
                 int64_t oy, int64_t ox, const DepthwiseActivation& activation) {
   float acc = 0.0f;
   for (int64_t ky = 0; ky < g.kh; ++ky) {
@@ -53,14 +56,28 @@ struct PaddedPlane {
 
   // Sizes the buffer for g, zeroed; kept as it is when the last call had the same geometry (the
   // padding is still zero: fill() writes only the plane's own place).
-  void prepare(const DepthwiseGeometry& g) {
+  // The padded plane's rows and floats per row for g. Each is at most the padded input's extent
+  // plus a block (the window geometry was checked: every factor below 2^40), so neither wraps.
+  static std::pair<int64_t, int64_t> size_for(const WindowGeometry& g) {
     const int64_t blocks = (g.ow + 15) / 16;
     // Last column read: lane 15 of the last block at the last tap, plus the odd partner that
     // stride 2's paired load brings in.
     const int64_t last_col = (blocks * 16 - 1) * g.sw + (g.kw - 1) * g.dw + (g.sw - 1);
     const int64_t last_row = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh;
-    const int64_t new_stride = std::max(last_col + 1, g.left + g.w);
-    const int64_t new_rows = std::max(last_row + 1, g.top + g.h);
+    return {std::max(last_row + 1, g.top + g.h), std::max(last_col + 1, g.left + g.w)};
+  }
+
+  // Whether the padded copy is worth making: not when the padding dwarfs the plane (a window of
+  // padding 2^35 with a stride to match has a few outputs and a padded plane of terabytes; the
+  // scalar path reads the taps in place instead).
+  static bool fits(const WindowGeometry& g) {
+    const auto [padded_rows, padded_stride] = size_for(g);
+    const std::optional<int64_t> floats = ir::checked_mul(padded_rows, padded_stride);
+    return floats && *floats <= 4 * g.h * g.w + (int64_t{1} << 16);
+  }
+
+  void prepare(const WindowGeometry& g) {
+    const auto [new_rows, new_stride] = size_for(g);
     if (new_stride == stride && new_rows == rows && g.top == top && g.left == left && g.h == h &&
         g.w == w) {
       return;
@@ -86,7 +103,7 @@ struct PaddedPlane {
 // of one (a single chain of kh * kw dependent FMAs left the core waiting on their latency). Per
 // lane: taps in (ky, kx) order from 0, + bias, the activation, as output_at.
 template <int J, int kStride, int kKw>
-void blocks(const PaddedPlane& padded, const float* weight, float bias, const DepthwiseGeometry& g,
+void blocks(const PaddedPlane& padded, const float* weight, float bias, const WindowGeometry& g,
             const int64_t* oy, const int64_t* ox, const DepthwiseActivation& activation, float* y) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   // kKw: the window's width when known at compile time (3, mobilenet's: the loop over it
@@ -128,7 +145,7 @@ void blocks(const PaddedPlane& padded, const float* weight, float bias, const De
 
 template <int kStride, int kKw>
 void plane_blocks(const PaddedPlane& padded, const float* weight, float bias,
-                  const DepthwiseGeometry& g, const DepthwiseActivation& activation, float* y) {
+                  const WindowGeometry& g, const DepthwiseActivation& activation, float* y) {
   constexpr int kJ = 4;
   int64_t oy[kJ], ox[kJ];
   int count = 0;
@@ -147,7 +164,7 @@ void plane_blocks(const PaddedPlane& padded, const float* weight, float bias,
 }
 
 void convolve_plane_vectors(PaddedPlane& padded, const float* x, const float* weight, float bias,
-                            float* y, const DepthwiseGeometry& g,
+                            float* y, const WindowGeometry& g,
                             const DepthwiseActivation& activation) {
   padded.fill(x);
   if (g.kw == 3) {
@@ -160,7 +177,7 @@ void convolve_plane_vectors(PaddedPlane& padded, const float* x, const float* we
 #endif
 
 void convolve_plane_scalar(const float* x, const float* weight, float bias, float* y,
-                           const DepthwiseGeometry& g, const DepthwiseActivation& activation) {
+                           const WindowGeometry& g, const DepthwiseActivation& activation) {
   for (int64_t oy = 0; oy < g.oh; ++oy) {
     for (int64_t ox = 0; ox < g.ow; ++ox) {
       y[oy * g.ow + ox] = output_at(x, weight, bias, g, oy, ox, activation);
@@ -171,15 +188,16 @@ void convolve_plane_scalar(const float* x, const float* weight, float bias, floa
 }  // namespace
 
 void depthwise_conv2d_nchw(const float* x, const float* weight, const float* bias, float* y,
-                           const DepthwiseGeometry& g, const DepthwiseActivation& activation) {
+                           const WindowGeometry& g, const DepthwiseActivation& activation) {
   const int64_t planes = g.batch * g.channels;
   const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
   // A few planes per chunk: a 7x7 plane is too little work to be a task of its own.
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(out_plane, 1));
   parallel_for(planes, grain, [&](int64_t begin, int64_t end) {
 #if defined(__AVX512F__)
-    // Strides 1 and 2 run sixteen outputs at a time; others (rare) one by one.
-    if (g.sw == 1 || g.sw == 2) {
+    // Strides 1 and 2 run sixteen outputs at a time; others (rare) one by one, and so do planes
+    // whose padding would make the padded copy far larger than the plane.
+    if ((g.sw == 1 || g.sw == 2) && PaddedPlane::fits(g)) {
       // Per thread, kept between calls: a convolution of the same geometry (the next image, the
       // next run) finds its zeroed padding in place.
       thread_local PaddedPlane per_thread;

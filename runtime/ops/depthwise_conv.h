@@ -14,16 +14,9 @@
 
 #include <cstdint>
 
-namespace mf::runtime::ops {
+#include "runtime/ops/window_geometry.h"
 
-struct DepthwiseGeometry {
-  int64_t batch = 0, channels = 0;  // x is (batch, channels, h, w); y is (batch, channels, oh, ow)
-  int64_t h = 0, w = 0, oh = 0, ow = 0;
-  int64_t kh = 1, kw = 1;
-  int64_t sh = 1, sw = 1;
-  int64_t top = 0, left = 0;  // padding before the first row / column
-  int64_t dh = 1, dw = 1;
-};
+namespace mf::runtime::ops {
 
 // What follows the bias inside the kernel: y = max(v, 0) (relu) or min(max(v, lo), hi) (clip).
 struct DepthwiseActivation {
@@ -35,6 +28,6 @@ struct DepthwiseActivation {
 // x (batch, channels, h, w), weight (channels, 1, kh, kw), bias (channels) or null, y (batch,
 // channels, oh, ow); planes in parallel on the intra-op threads.
 void depthwise_conv2d_nchw(const float* x, const float* weight, const float* bias, float* y,
-                           const DepthwiseGeometry& g, const DepthwiseActivation& activation);
+                           const WindowGeometry& g, const DepthwiseActivation& activation);
 
 }  // namespace mf::runtime::ops

@@ -13,7 +13,7 @@ namespace mf::runtime::ops {
 namespace {
 
 // Output pixel (n, oy, ox): every channel, sixteen at a time, the last block masked.
-void pool_pixel(const float* x, float* out, const PoolGeometry& g, int64_t n, int64_t oy,
+void pool_pixel(const float* x, float* out, const WindowGeometry& g, int64_t n, int64_t oy,
                 int64_t ox) {
   const int64_t y0 = oy * g.sh - g.top, x0 = ox * g.sw - g.left;
   const int64_t ylo = std::max<int64_t>(0, y0), yhi = std::min(g.h, y0 + g.kh);
@@ -48,7 +48,7 @@ void pool_pixel(const float* x, float* out, const PoolGeometry& g, int64_t n, in
 
 }  // namespace
 
-void max_pool2d_nhwc_f32(const float* x, float* y, const PoolGeometry& g) {
+void max_pool2d_nhwc_f32(const float* x, float* y, const WindowGeometry& g) {
   const int64_t rows = g.batch * g.oh;
   // A few output rows per chunk: a 13-pixel row of 512 channels is little work on its own.
   const int64_t grain =

@@ -9,16 +9,12 @@
 
 #include <cstdint>
 
+#include "runtime/ops/window_geometry.h"
+
 namespace mf::runtime::ops {
 
-struct PoolGeometry {
-  int64_t batch = 0, channels = 0, h = 0, w = 0, oh = 0, ow = 0;
-  int64_t kh = 1, kw = 1, sh = 1, sw = 1;
-  int64_t top = 0, left = 0;  // padding before the first row / column
-};
-
-// x (batch, h, w, channels), y (batch, oh, ow, channels); output rows in parallel on the intra-op
-// threads.
-void max_pool2d_nhwc_f32(const float* x, float* y, const PoolGeometry& g);
+// x (batch, h, w, channels), y (batch, oh, ow, channels) (g's dilation is 1); output rows in
+// parallel on the intra-op threads.
+void max_pool2d_nhwc_f32(const float* x, float* y, const WindowGeometry& g);
 
 }  // namespace mf::runtime::ops

@@ -346,6 +346,22 @@ TEST(DnnlKernels, DepthwiseNchwGivesTheBitsOfChannelsLast) {
   }
 }
 
+// Padding far larger than the plane (with a stride that keeps the output small): the depthwise
+// kernel reads the taps in place instead of copying the plane into a padded one of terabytes, and
+// every output, all of whose taps are padding, is the bias.
+TEST(DnnlKernels, DepthwiseWithHugePaddingNeedsNoPaddedCopy) {
+  const ir::DType f = ir::DType::kFloat32;
+  const int64_t pad = int64_t{1} << 35;
+  std::vector<ir::TensorType> types = {{f, {1, 2, 4, 40}}, {f, {2, 1, 3, 3}}, {f, {2}}};
+  std::vector<HostTensor> in = random_inputs(types, 9);
+  ir::Attrs attrs = conv({pad * 2, 1}, {pad, pad, 1, 1}, 2);
+  const HostTensor out = run("conv2d", in, attrs, 1, false);
+  ASSERT_EQ(out.type.shape, (ir::Shape{1, 2, 2, 40}));
+  const std::vector<double> values = out.to_doubles();
+  const std::vector<double> bias = in[2].to_doubles();
+  for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(values[i], bias[i / 80]) << i;
+}
+
 TEST(DnnlKernels, DeterministicConvGivesTheSameBytesAtOneAndTwoThreads) {
   const ir::DType f = ir::DType::kFloat32;
   const std::vector<DeterminismCase> cases = {

@@ -86,6 +86,21 @@ TEST(OpClip, GivesTheBytesOfMaximumThenMinimum) {
   }
 }
 
+// Bad operands of clip are refused with what was wrong and what to do.
+TEST(OpClip, MixedDtypesAndShapesThatDoNotBroadcastAreExplained) {
+  const HostTensor x = HostTensor::from_doubles({DType::kFloat32, {3, 4}}, random_vector(12, 1));
+  const HostTensor lo64 = HostTensor::from_doubles({DType::kFloat64, {}}, {0.0});
+  const HostTensor hi = HostTensor::from_doubles({DType::kFloat32, {}}, {6.0});
+  const std::string dtypes = error_of([&] { run_op("clip", {x, lo64, hi}); });
+  EXPECT_THAT(dtypes, HasSubstr("clip: input dtypes disagree"));
+  EXPECT_THAT(dtypes, HasSubstr("insert a cast"));
+  const HostTensor lo5 = HostTensor::from_doubles({DType::kFloat32, {5}}, random_vector(5, 2));
+  const std::string shapes = error_of([&] { run_op("clip", {x, lo5, hi}); });
+  EXPECT_THAT(shapes, HasSubstr("clip"));
+  EXPECT_THAT(shapes, HasSubstr("(3, 4)"));
+  EXPECT_THAT(shapes, HasSubstr("(5)"));
+}
+
 // ---- matmul ----
 
 TEST(OpMatmul, AllTransposeCombinationsAgree) {

@@ -333,6 +333,18 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
                                    "activations between them, reordering only at a chain's "
                                    "edges (disable_format_transform=true turns this off)"};
   }
+  if (v["disable_format_transform"].get<bool>()) {
+    policy.eager_channels_last = {false,
+                                  "disable_format_transform=true: op by op, every tensor is "
+                                  "stored NCHW and convolutions reorder around each call"};
+  } else {
+    policy.eager_channels_last = {
+        true,
+        "op by op, a float32 convolution or pool that runs channels-last "
+        "leaves its output so, and the elementwise ops, concats, pools "
+        "and convolutions after it keep that order; other ops and reads "
+        "get an NCHW copy (disable_format_transform=true turns this off)"};
+  }
   decide_fusion(snapshot, policy.jit_level.value, policy);
 
   // Distribution first: the dump and cache directories depend on the rank.
@@ -425,6 +437,7 @@ std::vector<Explanation> explain(const Policy& p) {
       {"executor", std::string(to_string(p.executor.value)), p.executor.reason},
       {"infer_boost", b(p.infer_boost.value), p.infer_boost.reason},
       {"format_transform", b(p.format_transform.value), p.format_transform.reason},
+      {"eager_channels_last", b(p.eager_channels_last.value), p.eager_channels_last.reason},
       {"fusion.opt_level", n(p.fusion_level.value), p.fusion_level.reason},
       {"fusion.flags", to_string(p.fusion_flags), fusion_flags_reason(p.fusion_flags)},
       {"fusion.stitch", b(p.stitch_fusion.value), p.stitch_fusion.reason},

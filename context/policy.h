@@ -59,6 +59,9 @@ struct Policy {
   // The format-transform pass: float32 convolutions and pools keep channels-last activations
   // between them (jit_level O1 and up, unless disable_format_transform).
   Decision<bool> format_transform;
+  // PYNATIVE: an eager convolution leaves its output in channels-last order for the next one
+  // (engine/eager_layout.h), unless disable_format_transform.
+  Decision<bool> eager_channels_last;
   // Graph-kernel fusion: 0 none, 1 basic, 2 + CSE and simplification, 3 + stitch and parallel
   // fusion.
   Decision<int> fusion_level;

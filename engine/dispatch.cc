@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/eager_layout.h"
 #include "engine/engine_state.h"
 #include "engine/pynative_recorder.h"
 #include "engine/scope.h"
@@ -49,57 +50,94 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
     throw;
   }
 
+  // Where the values live between eager ops: a convolution may leave its output channels-last
+  // for the next one, and what cannot read that order gets a plain copy first.
+  std::unique_ptr<bool[]> channels_last(new bool[inputs.size()]());
+  bool any_channels_last = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    channels_last[i] = inputs[i].impl()->channels_last;
+    any_channels_last = any_channels_last || channels_last[i];
+  }
+  std::vector<KernelOperand> in, out;
+  in.reserve(inputs.size());
+  std::vector<ir::TensorType> kernel_outputs = output_types;
+  bool outputs_channels_last = false;
+  if (policy->eager_channels_last.value || any_channels_last) {
+    EagerLayout layout = plan_eager_layout(def, input_types, {channels_last.get(), inputs.size()},
+                                           attrs, output_types, policy->eager_channels_last.value,
+                                           policy->deterministic.value);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      Tensor stored = inputs[i];
+      if (layout.convert[i] == EagerLayout::Convert::kToPlain) stored = plain_tensor(stored, where);
+      if (layout.convert[i] == EagerLayout::Convert::kToChannelsLast) {
+        stored = channels_last_tensor(stored, where);
+      }
+      in.push_back({stored.impl(), layout.kernel_inputs[i]});
+    }
+    attrs = std::move(layout.attrs);
+    outputs_channels_last = layout.outputs_channels_last;
+    kernel_outputs = std::move(layout.kernel_outputs);
+  } else {
+    for (const Tensor& t : inputs) in.push_back({t.impl(), t.type()});
+  }
+
+  std::vector<Tensor> outputs;
+  outputs.reserve(output_types.size());
+  for (size_t i = 0; i < output_types.size(); ++i) {
+    auto impl = std::make_shared<TensorImpl>();
+    impl->type = output_types[i];
+    // A tensor with one channel or a 1x1 plane has the same bytes in both orders: it is plain.
+    impl->channels_last = outputs_channels_last && !same_in_both_orders(impl->type.shape);
+    out.push_back({impl, kernel_outputs[i]});
+    outputs.emplace_back(std::move(impl));
+  }
+  submit_kernel(def, std::move(attrs), std::move(in), std::move(out), policy->deterministic.value,
+                runtime::TaskInfo{std::string(op), current_scope(), where});
+  return outputs;
+}
+
+void submit_kernel(const ir::OpDef& def, ir::Attrs attrs, std::vector<KernelOperand> inputs,
+                   std::vector<KernelOperand> outputs, bool deterministic, runtime::TaskInfo info) {
   // Outputs get their memory when the task runs, not now: a task waiting in the asynchronous queue
   // holds no output buffer (with them taken at submission, the queued op's outputs were alive
   // beside the running op's: the sample transformer op by op peaked at 26 MiB asynchronously
   // against 18 MiB synchronously). Readers wait for ready_seq before they touch the buffer, as for
   // a jit-compiled run's output. An allocation failure is then the task's error, reported at the
   // next sync point asynchronously, at the call synchronously.
-  std::vector<Tensor> outputs;
-  outputs.reserve(output_types.size());
-  for (const auto& type : output_types) {
-    auto impl = std::make_shared<TensorImpl>();
-    impl->type = type;
-    outputs.emplace_back(std::move(impl));
-  }
-
+  //
   // The task owns what it touches: inputs stay alive until the kernel has run, whatever the caller
   // does.
-  std::vector<std::shared_ptr<TensorImpl>> input_impls, output_impls;
-  for (const auto& t : inputs) input_impls.push_back(t.impl());
-  for (const auto& t : outputs) output_impls.push_back(t.impl());
-  auto task = [&def, attrs = std::move(attrs), input_impls = std::move(input_impls),
-               output_impls = std::move(output_impls),
-               deterministic = policy->deterministic.value] {
-    for (const auto& impl : output_impls) {
+  std::vector<std::shared_ptr<TensorImpl>> output_impls;
+  for (const auto& o : outputs) output_impls.push_back(o.impl);
+  auto task = [&def, attrs = std::move(attrs), inputs = std::move(inputs),
+               outputs = std::move(outputs), deterministic] {
+    for (const auto& o : outputs) {
       const size_t bytes =
-          size_t(ir::num_elements(impl->type.shape)) * ir::dtype_size(impl->type.dtype);
+          size_t(ir::num_elements(o.kernel_type.shape)) * ir::dtype_size(o.kernel_type.dtype);
       // From the pool directly: the policy (max_device_memory) was applied when the op was
       // dispatched, and the worker thread does not read the context.
-      impl->buffer = runtime::default_pool().allocate(std::max<size_t>(bytes, 1), def.name);
+      o.impl->buffer = runtime::default_pool().allocate(std::max<size_t>(bytes, 1), def.name);
     }
     std::vector<ir::TensorView> in, out;
-    in.reserve(input_impls.size());
-    out.reserve(output_impls.size());
-    for (const auto& impl : input_impls) {
+    in.reserve(inputs.size());
+    out.reserve(outputs.size());
+    for (const auto& i : inputs) {
       // An eager tensor's bytes are written once, by the task that made it (or through
       // mutable_raw_data, which moves the version): a kernel may keep what it derives from them.
-      const auto [id, version] = impl->buffer->content_identity();
-      in.push_back({impl->buffer->data(), impl->type, id, version});
+      const auto [id, version] = i.impl->buffer->content_identity();
+      in.push_back({i.impl->buffer->data(), i.kernel_type, id, version});
     }
-    for (const auto& impl : output_impls) out.push_back({impl->buffer->data(), impl->type});
+    for (const auto& o : outputs) out.push_back({o.impl->buffer->data(), o.kernel_type});
     ir::KernelContext context{in, out, attrs, def.name, deterministic};
     def.kernel(context);
   };
-  runtime::TaskInfo info{std::string(op), current_scope(), where};
   // The number submit() will hand out, recorded first so a synchronous failure finds its op in the
   // report (two threads submitting at once may swap two numbers there; nothing else reads them).
   const uint64_t next = runtime::default_eager_executor().last_submitted() + 1;
   record_pynative_op(next, info);
   const uint64_t seq = with_pynative_recorder(
       [&] { return runtime::default_eager_executor().submit(std::move(task), std::move(info)); });
-  for (auto& t : outputs) t.impl()->ready_seq = seq;
-  return outputs;
+  for (auto& impl : output_impls) impl->ready_seq = seq;
 }
 
 void sync() {

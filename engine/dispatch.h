@@ -11,6 +11,8 @@
 
 #include "engine/tensor.h"
 #include "ir/attribute.h"
+#include "ir/op_def.h"
+#include "runtime/eager_executor.h"
 
 namespace mf::engine {
 
@@ -19,5 +21,19 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
 
 // Waits until every op submitted so far has run; rethrows a pending asynchronous error.
 void sync();
+
+// One operand of a queued kernel: the tensor and the type the kernel sees it as (its own type, or
+// its channels-last form, engine/eager_layout.h).
+struct KernelOperand {
+  std::shared_ptr<TensorImpl> impl;
+  ir::TensorType kernel_type;
+};
+
+// Queues `def`'s kernel on the eager executor (run now under pynative_synchronize). The outputs'
+// memory is taken when the task runs; their ready_seq is set here. For call_op and the layout
+// conversions it queues.
+void submit_kernel(const ir::OpDef& def, ir::Attrs attrs, std::vector<KernelOperand> inputs,
+                   std::vector<KernelOperand> outputs, bool deterministic,
+                   runtime::TaskInfo info);
 
 }  // namespace mf::engine

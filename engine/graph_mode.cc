@@ -1,9 +1,9 @@
 #include "engine/graph_mode.h"
-
 #include <atomic>
 #include <chrono>
 
 #include "base/logging.h"
+#include "engine/eager_layout.h"
 #include "engine/engine_state.h"
 #include "engine/nn/cell.h"
 #include "engine/scope.h"
@@ -139,6 +139,8 @@ Tensor submit_compiled(nn::Cell& cell, const Tensor& x, CompiledCell& form,
                        std::shared_ptr<const DerivedPolicy> derived, std::source_location where,
                        GraphRunReport& report) {
   std::vector<Tensor> bound = bound_tensors(cell, form.bindings, x);
+  // The compiled graph reads NCHW: channels-last eager tensors are copied first, in queue order.
+  for (Tensor& t : bound) t = plain_tensor(t, where);
   const ir::Graph& graph = *form.network->compiled.graph;
   MF_CHECK(graph.outputs().size() == 1, Internal, "compiled ", cell.class_name(), " returns ",
            graph.outputs().size(), " outputs");

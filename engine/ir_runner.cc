@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <functional>
+#include <set>
 #include <source_location>
 #include <unordered_map>
 
 #include "engine/dispatch.h"
+#include "engine/eager_layout.h"
 #include "engine/engine_state.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
@@ -70,18 +72,39 @@ void IrRunner::prepare_eager_kernels() {
   const auto policy = current_policy();
   const int threads = policy->intra_op_threads.value;
   const bool deterministic = policy->deterministic.value;
-  if (eager_prepared_threads_ == threads && eager_prepared_deterministic_ == deterministic) return;
+  const bool keep_channels_last = policy->eager_channels_last.value;
+  if (eager_prepared_threads_ == threads && eager_prepared_deterministic_ == deterministic &&
+      eager_prepared_channels_last_ == keep_channels_last) {
+    return;
+  }
   const auto start = std::chrono::steady_clock::now();
+  // Which values the calls will leave channels-last, so each kernel is prepared for the layout it
+  // will be called with (engine/eager_layout.h).
+  std::set<std::pair<const ir::Node*, size_t>> stored_channels_last;  // node outputs
   std::function<void(const ir::Graph&)> prepare_in = [&](const ir::Graph& graph) {
     for (const ir::Node& node : graph.nodes()) {
       if (node.def() == nullptr) continue;
       std::vector<ir::TensorType> types;
-      for (const ir::Value& v : node.inputs()) types.push_back(v.type());
+      std::unique_ptr<bool[]> channels_last(new bool[node.inputs().size()]());
+      for (size_t i = 0; i < node.inputs().size(); ++i) {
+        const ir::Value& v = node.inputs()[i];
+        types.push_back(v.type());
+        channels_last[i] = stored_channels_last.count({v.node(), v.index()}) > 0;
+      }
       ir::Attrs attrs = node.attrs();
       try {
-        node.def()->infer_types(types, attrs);  // fills in the defaults, as the call will
-        const runtime::dnnl_rt::Prepared prepared =
-            runtime::dnnl_rt::prepare(node.op(), {types, {}, attrs, threads, deterministic});
+        // Inference fills in the defaults, as the call will.
+        const std::vector<ir::TensorType> outputs = node.def()->infer_types(types, attrs);
+        const EagerLayout layout =
+            plan_eager_layout(*node.def(), types, {channels_last.get(), types.size()}, attrs,
+                              outputs, keep_channels_last, deterministic);
+        for (size_t i = 0; i < outputs.size() && i < node.num_outputs(); ++i) {
+          if (layout.outputs_channels_last && !same_in_both_orders(outputs[i].shape)) {
+            stored_channels_last.insert({&node, i});
+          }
+        }
+        const runtime::dnnl_rt::Prepared prepared = runtime::dnnl_rt::prepare(
+            node.op(), {layout.kernel_inputs, {}, layout.attrs, threads, deterministic});
         eager_prepare_.kernels += prepared.created ? 1 : 0;
       } catch (const Error&) {
         // Left to the op's call, which reports it where it belongs, at its node.
@@ -94,6 +117,7 @@ void IrRunner::prepare_eager_kernels() {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   eager_prepared_threads_ = threads;
   eager_prepared_deterministic_ = deterministic;
+  eager_prepared_channels_last_ = keep_channels_last;
 }
 
 std::vector<std::pair<std::string, Tensor>> IrRunner::run_eager(
@@ -218,7 +242,7 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
   std::vector<runtime::TensorArg> inputs;
   const ir::Graph& compiled_graph = *network->compiled.graph;
   for (size_t i = 0; i < compiled_graph.num_parameters(); ++i) {
-    const Tensor& t = bound.at(compiled_graph.parameter(i)->name());
+    const Tensor t = plain_tensor(bound.at(compiled_graph.parameter(i)->name()));
     t.sync();
     inputs.push_back({t.type(), t.impl()->buffer});
   }

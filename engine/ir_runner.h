@@ -68,6 +68,7 @@ class IrRunner {
   std::unordered_map<const ir::Constant*, Tensor> constants_;
   int eager_prepared_threads_ = 0;  // 0: nothing prepared yet
   bool eager_prepared_deterministic_ = false;
+  bool eager_prepared_channels_last_ = false;
 };
 
 }  // namespace mf::engine

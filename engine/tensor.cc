@@ -5,6 +5,8 @@
 #include <cstring>
 #include <limits>
 
+#include "engine/dispatch.h"
+#include "engine/eager_layout.h"
 #include "engine/engine_state.h"
 #include "engine/npy.h"
 #include "engine/pynative_recorder.h"
@@ -60,6 +62,8 @@ void Tensor::sync() const {
 }
 
 const void* Tensor::raw_data() const {
+  // Channels-last storage (engine/eager_layout.h) is read through its NCHW copy.
+  if (type(); impl_->channels_last) return engine::plain_tensor(*this).raw_data();
   sync();
   MF_CHECK(impl_->buffer != nullptr, InvalidArgument,
            "this tensor is symbolic: it was produced while tracing a GRAPH_MODE network, so its "
@@ -70,6 +74,15 @@ const void* Tensor::raw_data() const {
 }
 
 void* Tensor::mutable_raw_data() {
+  if (type(); impl_->channels_last) {
+    // Writes go to NCHW bytes from now on: the tensor takes its plain copy as its storage once no
+    // queued op can still read the channels-last one.
+    const Tensor plain = engine::plain_tensor(*this);
+    engine::sync();
+    impl_->buffer = plain.impl()->buffer;
+    impl_->channels_last = false;
+    impl_->plain = nullptr;
+  }
   sync();
   // Whatever a kernel kept from these bytes (weights reordered for a convolution) is stale once
   // the caller writes them: the new version keys it out.

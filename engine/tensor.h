@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,16 @@ using ir::Shape;
 
 // What a Tensor shares: its type, its buffer and, while pending, the executor task that fills it.
 struct TensorImpl {
-  ir::TensorType type;
+  ir::TensorType type;  // what the user sees: channels-last storage does not change it
   std::shared_ptr<runtime::Buffer> buffer;
   uint64_t ready_seq = 0;  // the eager task writing the buffer; 0 when the data is ready
+  // PYNATIVE only: the buffer holds this rank-4 (N, C, H, W) tensor in (N, H, W, C) order, as an
+  // eager convolution left it for the next one (engine/eager_layout.h). Set when the tensor is
+  // made, cleared only by Tensor::mutable_raw_data after every queued op has run.
+  bool channels_last = false;
+  // The (N, C, H, W)-ordered copy of a channels-last tensor, made once when first needed.
+  std::shared_ptr<TensorImpl> plain;
+  std::mutex plain_mutex;
 };
 
 class Tensor {

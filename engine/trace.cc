@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "engine/eager_layout.h"
 #include "engine/nn/cell.h"
 #include "engine/scope.h"
 #include "runtime/eager_executor.h"
@@ -328,8 +329,9 @@ std::vector<Tensor> bound_tensors(nn::Cell& cell, const std::vector<Binding>& bi
 std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
                                             const Tensor& x) {
   std::vector<runtime::TensorArg> inputs;
-  for (const Tensor& t : bound_tensors(cell, bindings, x)) {
-    t.sync();  // PYNATIVE work that produces an input must finish first
+  for (const Tensor& bound : bound_tensors(cell, bindings, x)) {
+    const Tensor t = plain_tensor(bound);  // the graph reads NCHW
+    t.sync();                              // PYNATIVE work that produces an input must finish first
     inputs.push_back({t.type(), t.impl()->buffer});
   }
   return inputs;

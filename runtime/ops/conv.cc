@@ -34,6 +34,7 @@
 #include "runtime/dnnl/engine.h"
 #include "runtime/dnnl/prepare.h"
 #include "runtime/dnnl/primitive_cache.h"
+#include "runtime/ops/conv_layout.h"
 #include "runtime/ops/depthwise_conv.h"
 #include "runtime/ops/max_pool_nhwc.h"
 #include "runtime/ops/op_util.h"
@@ -638,6 +639,20 @@ dnnl_rt::Prepared prepare_conv2d(const dnnl_rt::PrepareRequest& request) {
 }
 
 const dnnl_rt::PreparerRegistration kPrepareConv2d("conv2d", prepare_conv2d);
+
+}  // namespace
+
+bool conv2d_reorders_to_channels_last(std::span<const TensorType> in, const Attrs& attrs,
+                                      bool deterministic) {
+  if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 4) return false;
+  if (channels_last("conv2d", attrs) || runs_depthwise_nchw(in, attrs)) return false;
+  const Shape& ws = in[1].shape;
+  const Window win = conv_window(in[0].shape, ws, attrs);
+  if (ir::num_elements(Shape{in[0].shape[0], ws[0], win.oh, win.ow}) == 0) return false;
+  return use_blocked_layout(ws, win, ir::attr_int(attrs, "groups", "conv2d"), deterministic);
+}
+
+namespace {
 
 std::vector<RefTensor> conv2d_nchw_reference(std::span<const RefTensor> in, const Attrs& attrs) {
   const Shape& xs = in[0].shape;

@@ -20,10 +20,9 @@ std::string describe_types(std::span<const ir::TensorType> types) {
   return "(" + text + ")";
 }
 
-}  // namespace
-
-std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs, ir::Attrs attrs,
-                            std::source_location where) {
+// call_op; with `given_up`, the caller holds no other handle to `inputs` than these.
+std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs, ir::Attrs attrs,
+                             std::source_location where, bool given_up) {
   if (Tracer* tracer = Tracer::active()) return tracer->record(op, inputs, std::move(attrs), where);
   const auto policy = current_policy();
   const ir::OpDef& def = ir::get_op(op);
@@ -62,6 +61,14 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
   in.reserve(inputs.size());
   std::vector<ir::TensorType> kernel_outputs = output_types;
   bool outputs_channels_last = false;
+  // An elementwise op may write over an input that nothing else will read: no tensor handle but
+  // the given-up one (so no queued op holds it either) and no copy of it in another order.
+  std::vector<bool> reusable(inputs.size(), false);
+  if (given_up && def.has(ir::Trait::kElementwise)) {
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      reusable[i] = inputs[i].impl().use_count() == 1 && inputs[i].impl()->plain == nullptr;
+    }
+  }
   if (policy->eager_channels_last.value || any_channels_last) {
     EagerLayout layout = plan_eager_layout(def, input_types, {channels_last.get(), inputs.size()},
                                            attrs, output_types, policy->eager_channels_last.value,
@@ -72,6 +79,7 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
       if (layout.convert[i] == EagerLayout::Convert::kToChannelsLast) {
         stored = channels_last_tensor(stored, where);
       }
+      if (layout.convert[i] != EagerLayout::Convert::kNone) reusable[i] = false;
       in.push_back({stored.impl(), layout.kernel_inputs[i]});
     }
     attrs = std::move(layout.attrs);
@@ -91,9 +99,30 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
     out.push_back({impl, kernel_outputs[i]});
     outputs.emplace_back(std::move(impl));
   }
+  if (out.size() == 1) {
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (reusable[i] && in[i].kernel_type == out[0].kernel_type &&
+          in[i].impl->channels_last == out[0].impl->channels_last) {
+        out[0].buffer_of_input = int(i);
+        break;
+      }
+    }
+  }
   submit_kernel(def, std::move(attrs), std::move(in), std::move(out), policy->deterministic.value,
                 runtime::TaskInfo{std::string(op), current_scope(), where});
   return outputs;
+}
+
+}  // namespace
+
+std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs, ir::Attrs attrs,
+                            std::source_location where) {
+  return dispatch(op, inputs, std::move(attrs), where, /*given_up=*/false);
+}
+
+std::vector<Tensor> call_op_reusing_inputs(std::string_view op, std::vector<Tensor> inputs,
+                                           ir::Attrs attrs, std::source_location where) {
+  return dispatch(op, inputs, std::move(attrs), where, /*given_up=*/true);
 }
 
 void submit_kernel(const ir::OpDef& def, ir::Attrs attrs, std::vector<KernelOperand> inputs,
@@ -111,7 +140,13 @@ void submit_kernel(const ir::OpDef& def, ir::Attrs attrs, std::vector<KernelOper
   for (const auto& o : outputs) output_impls.push_back(o.impl);
   auto task = [&def, attrs = std::move(attrs), inputs = std::move(inputs),
                outputs = std::move(outputs), deterministic] {
+    bool wrote_over_an_input = false;
     for (const auto& o : outputs) {
+      if (o.buffer_of_input >= 0 && inputs[o.buffer_of_input].impl->buffer->owns_its_bytes()) {
+        o.impl->buffer = inputs[o.buffer_of_input].impl->buffer;
+        wrote_over_an_input = true;
+        continue;
+      }
       const size_t bytes =
           size_t(ir::num_elements(o.kernel_type.shape)) * ir::dtype_size(o.kernel_type.dtype);
       // From the pool directly: the policy (max_device_memory) was applied when the op was
@@ -130,6 +165,10 @@ void submit_kernel(const ir::OpDef& def, ir::Attrs attrs, std::vector<KernelOper
     for (const auto& o : outputs) out.push_back({o.impl->buffer->data(), o.kernel_type});
     ir::KernelContext context{in, out, attrs, def.name, deterministic};
     def.kernel(context);
+    // New bytes under the same buffer: nothing derived from the old ones may be used again.
+    if (wrote_over_an_input) {
+      for (const auto& o : outputs) o.impl->buffer->mark_written();
+    }
   };
   // The number submit() will hand out, recorded first so a synchronous failure finds its op in the
   // report (two threads submitting at once may swap two numbers there; nothing else reads them).

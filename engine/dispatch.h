@@ -19,6 +19,15 @@ namespace mf::engine {
 std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs, ir::Attrs attrs,
                             std::source_location where = std::source_location::current());
 
+// call_op for a caller that gives its inputs up (the op-by-op graph runner, whose values die at
+// their last reader): an elementwise op writes its output over an input that nothing else holds
+// (no other tensor handle, no queued op, same type and order as the output), as PyTorch's
+// in-place activations do, instead of into a new buffer. Kernels of elementwise ops read each
+// element before writing the same element, so the alias is safe (tests/engine/dispatch_test.cc).
+std::vector<Tensor> call_op_reusing_inputs(
+    std::string_view op, std::vector<Tensor> inputs, ir::Attrs attrs,
+    std::source_location where = std::source_location::current());
+
 // Waits until every op submitted so far has run; rethrows a pending asynchronous error.
 void sync();
 
@@ -27,13 +36,13 @@ void sync();
 struct KernelOperand {
   std::shared_ptr<TensorImpl> impl;
   ir::TensorType kernel_type;
+  int buffer_of_input = -1;  // an output written over this input's buffer (call_op_reusing_inputs)
 };
 
 // Queues `def`'s kernel on the eager executor (run now under pynative_synchronize). The outputs'
 // memory is taken when the task runs; their ready_seq is set here. For call_op and the layout
 // conversions it queues.
 void submit_kernel(const ir::OpDef& def, ir::Attrs attrs, std::vector<KernelOperand> inputs,
-                   std::vector<KernelOperand> outputs, bool deterministic,
-                   runtime::TaskInfo info);
+                   std::vector<KernelOperand> outputs, bool deterministic, runtime::TaskInfo info);
 
 }  // namespace mf::engine

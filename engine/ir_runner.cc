@@ -191,7 +191,7 @@ std::vector<Tensor> IrRunner::interpret(const ir::Graph& graph, const std::vecto
           outs = interpret(subgraph(*node, "body_graph"), outs, depth + 1, max_depth);
         }
       } else {
-        outs = call_op(node->op(), in, node->attrs());
+        outs = call_op_reusing_inputs(node->op(), std::move(in), node->attrs());
       }
     } catch (Error& e) {
       e.add_context("at node %" + std::to_string(node->id()) + " (" + node->op() + ") of graph @" +

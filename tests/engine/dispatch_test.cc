@@ -193,6 +193,40 @@ TEST_F(DispatchTest, AQueuedOpHoldsNoOutputMemoryUntilItRuns) {
 // style re-executes this binary), so the convolutions are oneDNN's first there and create its JIT
 // state on the worker; run from the executor's static destructor instead, they met that state
 // already destroyed and crashed about once in two.
+// A given-up input that nothing else holds becomes the output of an elementwise op (in place);
+// one that another handle, or a copy of it in another order, still reads never does.
+TEST_F(DispatchTest, AGivenUpInputNothingElseHoldsIsWrittenOverOthersAreNot) {
+  for (const bool synchronous : {true, false}) {
+    SCOPED_TRACE(synchronous ? "synchronous" : "asynchronous");
+    context::set({{"pynative_synchronize", synchronous}});
+    Tensor x = Tensor::from_vector<float>({-1.f, 2.f, -3.f, 4.f}, {4});
+    const void* storage = x.raw_data();
+    const uint64_t version = x.impl()->buffer->version();
+    std::vector<Tensor> given;  // (an initializer list would keep a copy of x alive)
+    given.push_back(std::move(x));
+    const Tensor y = engine::call_op_reusing_inputs("relu", std::move(given), {}).at(0);
+    EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{0.f, 2.f, 0.f, 4.f}));
+    EXPECT_EQ(y.raw_data(), storage) << "written over its given-up input";
+    EXPECT_GT(y.impl()->buffer->version(), version) << "the buffer's old content is gone";
+
+    // Still held by the caller: a new buffer, and the caller's values intact.
+    const Tensor kept = Tensor::from_vector<float>({-1.f, 2.f}, {2});
+    const Tensor z = engine::call_op_reusing_inputs("neg", {kept}, {}).at(0);
+    EXPECT_NE(z.raw_data(), kept.raw_data());
+    EXPECT_EQ(kept.to_vector<float>(), (std::vector<float>{-1.f, 2.f}));
+    EXPECT_EQ(z.to_vector<float>(), (std::vector<float>{1.f, -2.f}));
+
+    // Not elementwise: never in place.
+    Tensor m = Tensor::from_vector<float>({1.f, 2.f, 3.f, 4.f}, {2, 2});
+    const void* m_storage = m.raw_data();
+    const Tensor t = engine::call_op_reusing_inputs("transpose", {std::move(m)},
+                                                    {{"perm", std::vector<int64_t>{1, 0}}})
+                         .at(0);
+    EXPECT_NE(t.raw_data(), m_storage);
+    EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{1.f, 3.f, 2.f, 4.f}));
+  }
+}
+
 TEST(DispatchExitTest, OpsStillQueuedAtExitRunAndTheProcessExitsCleanly) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(queue_convolutions_and_exit(), ::testing::ExitedWithCode(0), "queued");

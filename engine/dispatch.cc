@@ -20,9 +20,10 @@ std::string describe_types(std::span<const ir::TensorType> types) {
   return "(" + text + ")";
 }
 
-// call_op; with `given_up`, the caller holds no other handle to `inputs` than these.
+// call_op; `given_up`, when not null, holds the caller's handles to `inputs`, dropped once the op
+// is queued.
 std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs, ir::Attrs attrs,
-                             std::source_location where, bool given_up) {
+                             std::source_location where, std::vector<Tensor>* given_up) {
   if (Tracer* tracer = Tracer::active()) return tracer->record(op, inputs, std::move(attrs), where);
   const auto policy = current_policy();
   const ir::OpDef& def = ir::get_op(op);
@@ -61,14 +62,6 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
   in.reserve(inputs.size());
   std::vector<ir::TensorType> kernel_outputs = output_types;
   bool outputs_channels_last = false;
-  // An elementwise op may write over an input that nothing else will read: no tensor handle but
-  // the given-up one (so no queued op holds it either) and no copy of it in another order.
-  std::vector<bool> reusable(inputs.size(), false);
-  if (given_up && def.has(ir::Trait::kElementwise)) {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      reusable[i] = inputs[i].impl().use_count() == 1 && inputs[i].impl()->plain == nullptr;
-    }
-  }
   if (policy->eager_channels_last.value || any_channels_last) {
     EagerLayout layout = plan_eager_layout(def, input_types, {channels_last.get(), inputs.size()},
                                            attrs, output_types, policy->eager_channels_last.value,
@@ -79,7 +72,6 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
       if (layout.convert[i] == EagerLayout::Convert::kToChannelsLast) {
         stored = channels_last_tensor(stored, where);
       }
-      if (layout.convert[i] != EagerLayout::Convert::kNone) reusable[i] = false;
       in.push_back({stored.impl(), layout.kernel_inputs[i]});
     }
     attrs = std::move(layout.attrs);
@@ -99,15 +91,10 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
     out.push_back({impl, kernel_outputs[i]});
     outputs.emplace_back(std::move(impl));
   }
-  if (out.size() == 1) {
-    for (size_t i = 0; i < in.size(); ++i) {
-      if (reusable[i] && in[i].kernel_type == out[0].kernel_type &&
-          in[i].impl->channels_last == out[0].impl->channels_last) {
-        out[0].buffer_of_input = int(i);
-        break;
-      }
-    }
-  }
+  // An elementwise op may write its output over an input that nothing else reads any more; the
+  // task checks that when it runs (KernelOperand::may_write_over_an_input).
+  if (out.size() == 1 && def.has(ir::Trait::kElementwise)) out[0].may_write_over_an_input = true;
+  if (given_up != nullptr) given_up->clear();
   submit_kernel(def, std::move(attrs), std::move(in), std::move(out), policy->deterministic.value,
                 runtime::TaskInfo{std::string(op), current_scope(), where});
   return outputs;
@@ -117,12 +104,12 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
 
 std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs, ir::Attrs attrs,
                             std::source_location where) {
-  return dispatch(op, inputs, std::move(attrs), where, /*given_up=*/false);
+  return dispatch(op, inputs, std::move(attrs), where, nullptr);
 }
 
 std::vector<Tensor> call_op_reusing_inputs(std::string_view op, std::vector<Tensor> inputs,
                                            ir::Attrs attrs, std::source_location where) {
-  return dispatch(op, inputs, std::move(attrs), where, /*given_up=*/true);
+  return dispatch(op, inputs, std::move(attrs), where, &inputs);
 }
 
 void submit_kernel(const ir::OpDef& def, ir::Attrs attrs, std::vector<KernelOperand> inputs,
@@ -142,10 +129,18 @@ void submit_kernel(const ir::OpDef& def, ir::Attrs attrs, std::vector<KernelOper
                outputs = std::move(outputs), deterministic] {
     bool wrote_over_an_input = false;
     for (const auto& o : outputs) {
-      if (o.buffer_of_input >= 0 && inputs[o.buffer_of_input].impl->buffer->owns_its_bytes()) {
-        o.impl->buffer = inputs[o.buffer_of_input].impl->buffer;
-        wrote_over_an_input = true;
-        continue;
+      if (o.may_write_over_an_input) {
+        // An input of the output's type and order that this task alone holds: no tensor, no
+        // other queued op and no copy can read it again, and none can get hold of it now.
+        for (const auto& i : inputs) {
+          if (i.impl.use_count() == 1 && i.kernel_type == o.kernel_type &&
+              i.impl->channels_last == o.impl->channels_last && i.impl->buffer->owns_its_bytes()) {
+            o.impl->buffer = i.impl->buffer;
+            wrote_over_an_input = true;
+            break;
+          }
+        }
+        if (wrote_over_an_input) continue;
       }
       const size_t bytes =
           size_t(ir::num_elements(o.kernel_type.shape)) * ir::dtype_size(o.kernel_type.dtype);

@@ -20,10 +20,12 @@ std::vector<Tensor> call_op(std::string_view op, std::span<const Tensor> inputs,
                             std::source_location where = std::source_location::current());
 
 // call_op for a caller that gives its inputs up (the op-by-op graph runner, whose values die at
-// their last reader): an elementwise op writes its output over an input that nothing else holds
-// (no other tensor handle, no queued op, same type and order as the output), as PyTorch's
-// in-place activations do, instead of into a new buffer. Kernels of elementwise ops read each
-// element before writing the same element, so the alias is safe (tests/engine/dispatch_test.cc).
+// their last reader). Any elementwise op writes its output over an input that nothing else holds
+// when it runs (no tensor handle, no queued op, same type and order as the output), as PyTorch's
+// in-place activations do, instead of into a new buffer; giving the inputs up lets that happen in
+// synchronous mode too, where the caller's handles would otherwise still hold them. Elementwise
+// kernels read each element before writing the same element, so the alias is safe
+// (tests/engine/dispatch_test.cc).
 std::vector<Tensor> call_op_reusing_inputs(
     std::string_view op, std::vector<Tensor> inputs, ir::Attrs attrs,
     std::source_location where = std::source_location::current());
@@ -36,7 +38,9 @@ void sync();
 struct KernelOperand {
   std::shared_ptr<TensorImpl> impl;
   ir::TensorType kernel_type;
-  int buffer_of_input = -1;  // an output written over this input's buffer (call_op_reusing_inputs)
+  // An output of an elementwise op: written over an input of its type that only the task still
+  // holds, as PyTorch's in-place activations write, rather than into a new buffer.
+  bool may_write_over_an_input = false;
 };
 
 // Queues `def`'s kernel on the eager executor (run now under pynative_synchronize). The outputs'

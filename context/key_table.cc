@@ -288,7 +288,7 @@ std::vector<KeySpec> make_context_keys() {
        .example = true,
        .compile_relevant = true,
        .doc = "Disable the automatic NCHW to NHWC format transform",
-       .on_cpu = "jit_level O1/O2 run the format-transform pass (float32 convolutions and pools "
+       .on_cpu = "compiled graphs run the format-transform pass (float32 convolutions and pools "
                  "keep channels-last activations between them), and op by op those ops leave "
                  "channels-last tensors for the next; true turns both off"},
       {.name = "support_binary",

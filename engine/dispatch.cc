@@ -92,8 +92,10 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
     outputs.emplace_back(std::move(impl));
   }
   // An elementwise op may write its output over an input that nothing else reads any more; the
-  // task checks that when it runs (KernelOperand::may_write_over_an_input).
-  if (out.size() == 1 && def.has(ir::Trait::kElementwise)) out[0].may_write_over_an_input = true;
+  // task checks that when it runs (KernelOperand::output_may_take_it).
+  if (out.size() == 1) {
+    for (size_t i = 0; i < in.size(); ++i) in[i].output_may_take_it = def.may_write_over_input(i);
+  }
   if (given_up != nullptr) given_up->clear();
   submit_kernel(def, std::move(attrs), std::move(in), std::move(out), policy->deterministic.value,
                 runtime::TaskInfo{std::string(op), current_scope(), where});
@@ -129,19 +131,17 @@ void submit_kernel(const ir::OpDef& def, ir::Attrs attrs, std::vector<KernelOper
                outputs = std::move(outputs), deterministic] {
     bool wrote_over_an_input = false;
     for (const auto& o : outputs) {
-      if (o.may_write_over_an_input) {
-        // An input of the output's type and order that this task alone holds: no tensor, no
-        // other queued op and no copy can read it again, and none can get hold of it now.
-        for (const auto& i : inputs) {
-          if (i.impl.use_count() == 1 && i.kernel_type == o.kernel_type &&
-              i.impl->channels_last == o.impl->channels_last && i.impl->buffer->owns_its_bytes()) {
-            o.impl->buffer = i.impl->buffer;
-            wrote_over_an_input = true;
-            break;
-          }
+      // An input of the output's type and order that this task alone holds: no tensor, no other
+      // queued op and no copy can read it again, and none can get hold of it now.
+      for (const auto& i : inputs) {
+        if (i.output_may_take_it && i.impl.use_count() == 1 && i.kernel_type == o.kernel_type &&
+            i.impl->channels_last == o.impl->channels_last && i.impl->buffer->owns_its_bytes()) {
+          o.impl->buffer = i.impl->buffer;
+          wrote_over_an_input = true;
+          break;
         }
-        if (wrote_over_an_input) continue;
       }
+      if (o.impl->buffer != nullptr) continue;
       const size_t bytes =
           size_t(ir::num_elements(o.kernel_type.shape)) * ir::dtype_size(o.kernel_type.dtype);
       // From the pool directly: the policy (max_device_memory) was applied when the op was

@@ -38,9 +38,9 @@ void sync();
 struct KernelOperand {
   std::shared_ptr<TensorImpl> impl;
   ir::TensorType kernel_type;
-  // An output of an elementwise op: written over an input of its type that only the task still
-  // holds, as PyTorch's in-place activations write, rather than into a new buffer.
-  bool may_write_over_an_input = false;
+  // An input the op's one output may be written over (OpDef::may_write_over_input) if, when the
+  // task runs, only the task still holds it: as PyTorch's in-place activations write.
+  bool output_may_take_it = false;
 };
 
 // Queues `def`'s kernel on the eager executor (run now under pynative_synchronize). The outputs'

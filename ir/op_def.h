@@ -162,6 +162,13 @@ struct OpDef {
   std::string doc;
 
   bool has(Trait t) const { return has_trait(traits, t); }
+  // May output 0 be written over input `i`'s bytes (the input dying there, same size)? Elementwise
+  // tile math reads element k of every input before writing element k; a kInPlace op allows it for
+  // input 0. The memory planner and the eager dispatcher both ask this.
+  bool may_write_over_input(size_t i) const {
+    return (has(Trait::kElementwise) && elementwise.has_value()) ||
+           (i == 0 && has(Trait::kInPlace));
+  }
   // Checks arity and attributes (unknown, missing, wrong kind), fills defaults, then runs infer.
   // Errors name the op, the input types and the rule broken.
   std::vector<TensorType> infer_types(std::span<const TensorType> inputs, Attrs& attrs) const;

@@ -1,10 +1,10 @@
-// format-transform (jit_level O1 and up; off with disable_format_transform=true): float32
+// format-transform (every jit_level; off with disable_format_transform=true): float32
 // convolutions and pools run on activations in channels-last order (data_format "NHWC"), and the
 // transposes that puts around each of them move down through elementwise ops and concats until
-// they meet the next convolution's, where transpose-of-transpose (algebraic-simplification, same
-// group) cancels the pair. A chain of convolutions, pools, activations, residual adds and concats
-// thus passes its activations in oneDNN's channels-last layout, with one reorder at each edge of
-// the chain instead of two per convolution. Exact: an NCHW and an NHWC convolution run the same
+// they meet the next convolution, which takes the channels-last value as it is. A chain of
+// convolutions, pools, activations, residual adds and concats thus passes its activations in
+// oneDNN's channels-last layout, with one reorder at each edge of the chain instead of two per
+// convolution. Exact: an NCHW and an NHWC convolution run the same
 // oneDNN primitive (runtime/ops/conv.cc), and elementwise ops commute with transposes.
 //
 // Promise: only adds transposes around conv2d / max_pool2d / avg_pool2d in float32, and rewrites
@@ -40,7 +40,13 @@ std::optional<Value> channels_last_source(const Value& v) {
   return p->input(0);
 }
 
+// v transposed by perm. Channels-last a value already is (transpose(x, [0, 3, 1, 2]) of an
+// NHWC x that an earlier rewrite left) is x itself: no transpose pair is made, so the pass alone
+// (jit_level O0 runs no algebraic simplification) leaves a chain channels-last.
 Value transposed(Graph& g, Node* before, Value v, const std::vector<int64_t>& perm) {
+  if (perm == kToChannelsLast) {
+    if (std::optional<Value> source = channels_last_source(v)) return *source;
+  }
   return g.insert_node(before, "transpose", {v}, {{"perm", perm}}, before->info())->output();
 }
 

@@ -48,8 +48,9 @@ constexpr PassEntry kGraphPipeline[] = {
   // pass                              factory                                      jit_level      fusion  group                   phase
   {"infer-shapes",                     plain<make_infer_shapes>,                    JitLevel::kO0, 0, Group::kNone,           Phase::kFrontend},
   {"inline",                           plain<make_inline_calls>,                    JitLevel::kO0, 0, Group::kNone,           Phase::kFrontend},
+  // Layouts are part of choosing kernels, as op by op (engine/eager_layout.h): at every level.
+  {"format-transform",                 plain<make_format_transform>,                JitLevel::kO0, 0, Group::kNone,           Phase::kFrontend},
   {"dead-code-elimination",            plain<make_dead_code_elimination>,           JitLevel::kO0, 0, Group::kNone,           Phase::kFrontend},
-  {"format-transform",                 plain<make_format_transform>,                JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},
   {"constant-folding",                 plain<make_default_constant_folding>,        JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},
   {"algebraic-simplification",         plain<make_algebraic_simplification>,        JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},
   {"common-subexpression-elimination", plain<make_cse>,                             JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},

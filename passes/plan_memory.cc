@@ -179,8 +179,7 @@ class Planner {
   // have the same size.
   bool can_share(const Plan& plan, const Step& step, int s) const {
     const ir::OpDef& def = *step.node->def();
-    const bool elementwise = def.has(ir::Trait::kElementwise) && def.elementwise.has_value();
-    if (!elementwise && !def.has(ir::Trait::kView) && !def.has(ir::Trait::kInPlace)) return false;
+    if (!def.has(ir::Trait::kView) && !def.may_write_over_input(0)) return false;
     if (step.inputs.empty() || step.outputs.size() != 1) return false;
     const int in = step.inputs[0];
     const int out = step.outputs[0];

@@ -91,15 +91,15 @@ TEST_F(DumpTest, LevelTwoWritesEveryPassThePlanAndASummary) {
   const CompiledGraph compiled = compile_at(2, JitLevel::kO0);
   EXPECT_EQ(names(compiled),
             (std::vector<std::string>{"0001_trace.ir", "0002_infer-shapes.ir", "0003_inline.ir",
-                                      "0004_dead-code-elimination.ir", "0005_frontend.ir",
-                                      "0006_select-kernels.ir", "0007_backend.ir",
-                                      "0008_pass_summary.txt"}));
-  const std::string backend = read(compiled.dump_files[6]);
+                                      "0004_format-transform.ir", "0005_dead-code-elimination.ir",
+                                      "0006_frontend.ir", "0007_select-kernels.ir",
+                                      "0008_backend.ir", "0009_pass_summary.txt"}));
+  const std::string backend = read(compiled.dump_files[7]);
   EXPECT_NE(backend.find("# kernels of @main:\n#   %0 mul: cpu kernel\n#   %1 exp: cpu kernel\n"),
             std::string::npos)
       << backend;
   EXPECT_NE(backend.find("# Memory plan of graph @main"), std::string::npos) << backend;
-  const std::string summary = read(compiled.dump_files[7]);
+  const std::string summary = read(compiled.dump_files[8]);
   EXPECT_NE(summary.find("inline"), std::string::npos);
   EXPECT_NE(summary.find("1 nodes added, 1 removed, 0 rewritten"), std::string::npos) << summary;
   EXPECT_NE(summary.find("plan-memory"), std::string::npos) << summary;

@@ -1,6 +1,6 @@
 // format-transform: float32 convolutions and pools run channels-last with transposes only at the
-// edges of a chain, the compiled graph computes the same bits as without the pass, and
-// disable_format_transform (a disabled pass) leaves every convolution NCHW.
+// edges of a chain at every jit_level, the compiled graph computes the same bits as without the
+// pass, and disable_format_transform (a disabled pass) leaves every convolution NCHW.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -100,12 +100,27 @@ TEST(FormatTransformTest, SameBitsAsTheNchwGraph) {
   EXPECT_EQ(std::memcmp(nhwc.data(), nchw.data(), nhwc.size() * sizeof(float)), 0);
 }
 
-TEST(FormatTransformTest, DisabledOrAtO0EveryConvolutionStaysNchw) {
-  for (const CompiledGraph& c : {compiled(block_graph(), JitLevel::kO1, {"format-transform"}),
-                                 compiled(block_graph(), JitLevel::kO0)}) {
+TEST(FormatTransformTest, DisabledEveryConvolutionStaysNchw) {
+  for (const JitLevel level : {JitLevel::kO0, JitLevel::kO1}) {
+    const CompiledGraph c = compiled(block_graph(), level, {"format-transform"});
     EXPECT_EQ(formats(*c.graph), std::vector<std::string>(5, "NCHW"));
     EXPECT_EQ(count_ops(*c.graph, "transpose"), 0);
   }
+}
+
+// O0 runs no algebraic simplification, so the pass itself must leave no transpose pair between
+// two convolutions: the chain is channels-last with transposes only at its edges (the per-channel
+// bias, not folded at O0, keeps a reshape and a transpose of its own).
+TEST(FormatTransformTest, AtO0TooTheChainPassesChannelsLastWithoutTransposePairs) {
+  const CompiledGraph c = compiled(block_graph(), JitLevel::kO0);
+  EXPECT_EQ(formats(*c.graph), std::vector<std::string>(5, "NHWC"));
+  EXPECT_EQ(count_ops(*c.graph, "transpose"), 3);
+  const std::vector<float> x = random_values(2 * 3 * 16 * 16, 7);
+  const std::vector<float> nhwc = run(c, x);
+  const std::vector<float> nchw =
+      run(compiled(block_graph(), JitLevel::kO0, {"format-transform"}), x);
+  ASSERT_EQ(nhwc.size(), nchw.size());
+  EXPECT_EQ(std::memcmp(nhwc.data(), nchw.data(), nhwc.size() * sizeof(float)), 0);
 }
 
 TEST(FormatTransformTest, Float64ConvolutionsAreLeftAlone) {
@@ -129,7 +144,8 @@ TEST(FormatTransformTest, AFullSizeOperandKeepsItsNchwOrder) {
       again->add_node("conv2d", {x2, weight(*again, {4, 4, 3, 3}, 1)}, conv(1, 1))->output();
   again->add_output(again->add_node("add", {y2, x2})->output());
   const std::vector<float> a = run(c, in);
-  const std::vector<float> b = run(compiled(std::move(again), JitLevel::kO0), in);
+  const std::vector<float> b =
+      run(compiled(std::move(again), JitLevel::kO0, {"format-transform"}), in);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
 }
 

@@ -140,6 +140,7 @@ TEST(PipelineTest, DescribePerLevel) {
   EXPECT_EQ(rows_text(o0), (std::vector<std::string>{
                                "infer-shapes | jit_level O0 | ",
                                "inline | jit_level O0 | ",
+                               "format-transform | jit_level O0 | ",
                                "dead-code-elimination | jit_level O0 | ",
                                "select-kernels | jit_level O0 | ",
                                "plan-memory | jit_level O0 | ",
@@ -149,8 +150,8 @@ TEST(PipelineTest, DescribePerLevel) {
   EXPECT_EQ(rows_text(o1), (std::vector<std::string>{
                                "infer-shapes | jit_level O0 | ",
                                "inline | jit_level O0 | ",
+                               "format-transform | jit_level O0 | ",
                                "dead-code-elimination | jit_level O0 | ",
-                               "format-transform | jit_level O1 | simplify",
                                "constant-folding | jit_level O1 | simplify",
                                "algebraic-simplification | jit_level O1 | simplify",
                                "common-subexpression-elimination | jit_level O1 | simplify",
@@ -178,7 +179,7 @@ TEST(PipelineTest, DisableAndEnablePasses) {
   CompileOptions o0;
   o0.enable_passes = {"constant-folding"};
   rows = rows_text(o0);
-  EXPECT_EQ(rows[3], "constant-folding | --enable_pass | simplify");
+  EXPECT_EQ(rows[4], "constant-folding | --enable_pass | simplify");
 
   // And the built pipeline follows: at O0 with folding enabled, 2 + 3 folds to 5.
   auto graph = testing::parse(R"(
@@ -207,8 +208,8 @@ TEST(PipelineTest, UnknownPassNamesListTheKnownOnes) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("--disable_pass=constant-foldin names no pass; known "
-                                         "passes: infer-shapes, inline, dead-code-elimination, "
-                                         "format-transform, constant-folding,"),
+                                         "passes: infer-shapes, inline, format-transform, "
+                                         "dead-code-elimination, constant-folding,"),
               std::string::npos)
         << e.what();
   }

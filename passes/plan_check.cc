@@ -214,11 +214,20 @@ class PlanChecker {
     for (size_t s = 0; s < plan.steps.size(); ++s) {
       const Step& step = plan.steps[s];
       if (step.in_place) {
-        MF_CHECK(!step.inputs.empty() && !step.outputs.empty() &&
-                     plan.slots[step.inputs[0]].kind == SlotKind::kArena &&
-                     plan.slots[step.outputs[0]].kind == SlotKind::kArena &&
-                     plan.slots[step.inputs[0]].offset == plan.slots[step.outputs[0]].offset,
-                 DataLoss, "step ", s, " runs in place but its input 0 and output 0 differ");
+        // Arena: the same bytes. Pooled (memory O0): the executor hands input 0's buffer to
+        // output 0, so input 0 must be released here and be as big.
+        MF_CHECK(!step.inputs.empty() && !step.outputs.empty(), DataLoss, "step ", s,
+                 " runs in place but has no input or output");
+        const Slot& in = plan.slots[step.inputs[0]];
+        const Slot& out = plan.slots[step.outputs[0]];
+        const bool arena =
+            in.kind == SlotKind::kArena && out.kind == SlotKind::kArena && in.offset == out.offset;
+        const bool pooled = in.kind == SlotKind::kPooled && out.kind == SlotKind::kPooled &&
+                            in.bytes == out.bytes && !in.is_output &&
+                            std::find(step.release_after.begin(), step.release_after.end(),
+                                      step.inputs[0]) != step.release_after.end();
+        MF_CHECK(arena || pooled, DataLoss, "step ", s,
+                 " runs in place but its input 0 and output 0 differ");
       }
       for (int r : step.release_after) {
         const int id = slot_id(plan, r, "released");

@@ -165,11 +165,22 @@ class Planner {
   // after its producer), so the pool's peak is the live set and later steps reuse the freed
   // blocks. Graph outputs are never released: the caller keeps them. KernelExecutor's inter-op
   // parallel run frees by counting readers instead (the planned step assumes serial order).
+  //
+  // An elementwise step whose input 0 dies there writes its output over that input's buffer, as op
+  // by op does (engine/dispatch.h): without it a compiled O0 run wrote every activation into a
+  // fresh buffer where PYNATIVE wrote in place, and was slower than PYNATIVE.
   void assign_pooled(Plan& plan) {
     if (plan.steps.empty()) return;
     for (size_t id = 0; id < plan.slots.size(); ++id) {
       if (!is_intermediate(plan, static_cast<int>(id)) || producer_[id] == kNoStep) continue;
       plan.steps[last_use_[id]].release_after.push_back(static_cast<int>(id));
+    }
+    // (sys.mem_Reuse governs the arena's reuse at memory O1; like op by op, this does not ask it.)
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      Step& step = plan.steps[s];
+      step.in_place = can_share(plan, step, static_cast<int>(s)) &&
+                      plan.slots[step.inputs[0]].kind == SlotKind::kPooled &&
+                      plan.slots[step.outputs[0]].kind == SlotKind::kPooled;
     }
   }
 

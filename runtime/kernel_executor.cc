@@ -167,6 +167,7 @@ class PlanRun {
   }
 
   void run_serial() {
+    serial_ = true;
     for (const Step& step : plan_.steps) {
       run_step(step);
       for (int slot : step.release_after) release(slot);
@@ -242,10 +243,13 @@ class PlanRun {
   void run_kernel_step(const Step& step) {
     for (int id : step.outputs) {
       const Slot& slot = plan_.slots[id];
-      if (slot.kind == SlotKind::kPooled) {
-        buffers_[id] = allocate(slot, step.node->op());
-        data_[id] = buffers_[id]->data();
-      }
+      if (slot.kind != SlotKind::kPooled) continue;
+      // A pooled in-place step (memory O0): output 0 takes the buffer of input 0, which dies here.
+      // Only in a serial run: in parallel, a reader of input 0 earlier in program order may still
+      // be running.
+      const bool in_place = step.in_place && serial_ && id == step.outputs[0];
+      buffers_[id] = in_place ? buffers_[step.inputs[0]] : allocate(slot, step.node->op());
+      data_[id] = buffers_[id]->data();
     }
     std::vector<ir::TensorView> in;
     std::vector<ir::TensorView> out;
@@ -303,6 +307,7 @@ class PlanRun {
   const RunOptions& options_;
   MemoryPool& pool_;
   int depth_;
+  bool serial_ = false;  // run_serial: steps in program order, one at a time
   std::vector<std::shared_ptr<Buffer>> buffers_;
   std::vector<void*> data_;
   // Per slot: the content identity of a parameter bound from the caller (TensorView::content_id),

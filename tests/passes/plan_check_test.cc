@@ -163,6 +163,27 @@ TEST(PlanCheck, AnEarlyReleaseIsRefused) {
   EXPECT_NE(msg.find("releases slot"), std::string::npos) << msg;
 }
 
+// A pooled in-place step hands input 0's buffer to output 0: input 0 must die there.
+TEST(PlanCheck, APooledInPlaceStepWhoseInputLivesOnIsRefused) {
+  auto g = mixed_graph();
+  Plan p = plan(*g, MemoryLevel::kO0);
+  ASSERT_EQ(refusal(p), "");
+  runtime::Step* relu = nullptr;
+  for (runtime::Step& step : p.steps) {
+    if (step.node->op() == "relu") relu = &step;
+  }
+  ASSERT_NE(relu, nullptr);
+  ASSERT_TRUE(relu->in_place);
+  // Keep relu's input alive one step longer: it may no longer be written over.
+  runtime::Step& next = *(relu + 1);
+  next.release_after.insert(next.release_after.end(), relu->release_after.begin(),
+                            relu->release_after.end());
+  relu->release_after.clear();
+  const std::string msg = refusal(p);
+  EXPECT_NE(msg.find("runs in place but its input 0 and output 0 differ"), std::string::npos)
+      << msg;
+}
+
 TEST(PlanCheck, OutOfRangeIdsAreRefused) {
   const std::string msg = damaged([](Plan& p) { p.steps[1].inputs[0] = 1000; });
   EXPECT_NE(msg.find("input slot 1000 is out of range"), std::string::npos) << msg;

@@ -120,6 +120,23 @@ TEST(PlanMemory, InPlaceWhereElementwiseInputDies) {
   EXPECT_EQ(in_place, (std::vector<std::string>{"relu", "tanh", "sigmoid", "neg"}));
 }
 
+// Memory O0 too (each tensor its own pooled buffer): the same steps hand their dying input's
+// buffer to their output, which the executor does in a serial run.
+TEST(PlanMemory, O0PooledStepsRunInPlaceWhereElementwiseInputDies) {
+  auto g = chain_graph();
+  const Plan p = plan(*g, MemoryLevel::kO0);
+  std::vector<std::string> in_place;
+  for (const auto& step : p.steps) {
+    if (!step.in_place) continue;
+    in_place.push_back(step.node->op());
+    EXPECT_EQ(p.slots[step.inputs[0]].kind, SlotKind::kPooled);
+    EXPECT_EQ(p.slots[step.outputs[0]].kind, SlotKind::kPooled);
+    EXPECT_NE(std::find(step.release_after.begin(), step.release_after.end(), step.inputs[0]),
+              step.release_after.end());
+  }
+  EXPECT_EQ(in_place, (std::vector<std::string>{"relu", "tanh", "sigmoid", "neg"}));
+}
+
 TEST(PlanMemory, NoInPlaceWhenInputLivesOnOrIsAParameter) {
   Graph g("g");
   auto* x = g.add_parameter("x", f32({16}));
@@ -127,8 +144,10 @@ TEST(PlanMemory, NoInPlaceWhenInputLivesOnOrIsAParameter) {
   auto* b = g.add_node("exp", {a});   // a is read again below
   auto* c = g.add_node("add", {a, b});
   g.add_output(c);
-  const Plan p = plan(g, MemoryLevel::kO1);
-  for (const auto& step : p.steps) EXPECT_FALSE(step.in_place) << step.node->op();
+  for (const MemoryLevel level : {MemoryLevel::kO0, MemoryLevel::kO1}) {
+    const Plan p = plan(g, level);
+    for (const auto& step : p.steps) EXPECT_FALSE(step.in_place) << step.node->op();
+  }
 }
 
 TEST(PlanMemory, WithoutReuseOffsetsNeverOverlap) {

@@ -181,6 +181,7 @@ class PlanRun {
     const std::vector<int> counts = reader_counts(plan_);
     std::unique_ptr<std::atomic<int>[]> readers(new std::atomic<int>[plan_.slots.size()]);
     for (size_t id = 0; id < plan_.slots.size(); ++id) readers[id].store(counts[id]);
+    readers_ = readers.get();
     run_steps_in_parallel(plan_, parallelism, [&](int s) {
       const Step& step = plan_.steps[s];
       {
@@ -194,6 +195,7 @@ class PlanRun {
         if (readers[slot].load() == 0) release(slot);
       }
     });
+    readers_ = nullptr;
   }
 
   // Graph outputs in order, each in a buffer of its own that outlives the run.
@@ -245,9 +247,11 @@ class PlanRun {
       const Slot& slot = plan_.slots[id];
       if (slot.kind != SlotKind::kPooled) continue;
       // A pooled in-place step (memory O0): output 0 takes the buffer of input 0, which dies here.
-      // Only in a serial run: in parallel, a reader of input 0 earlier in program order may still
-      // be running.
-      const bool in_place = step.in_place && serial_ && id == step.outputs[0];
+      // In a parallel run only once every other reader of input 0 has finished (one reader left:
+      // this step), since one earlier in program order may still be running.
+      const bool in_place =
+          step.in_place && id == step.outputs[0] &&
+          (serial_ || (readers_ != nullptr && readers_[step.inputs[0]].load() == 1));
       buffers_[id] = in_place ? buffers_[step.inputs[0]] : allocate(slot, step.node->op());
       data_[id] = buffers_[id]->data();
     }
@@ -308,6 +312,8 @@ class PlanRun {
   MemoryPool& pool_;
   int depth_;
   bool serial_ = false;  // run_serial: steps in program order, one at a time
+  // run_parallel: per slot, the steps still to read it (a step counts down when it finishes).
+  const std::atomic<int>* readers_ = nullptr;
   std::vector<std::shared_ptr<Buffer>> buffers_;
   std::vector<void*> data_;
   // Per slot: the content identity of a parameter bound from the caller (TensorView::content_id),

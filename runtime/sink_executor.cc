@@ -131,11 +131,20 @@ class SinkExecutor final : public GraphExecutor {
     }
   }
 
-  void run_step(BoundStep& b, const RunOptions& options, MemoryPool& pool) {
-    // The step's pooled intermediates, from the pool now (memory O0).
-    for (int id : b.step->outputs) {
+  // `readers`: in a parallel run, per slot the steps still to read it; null in a serial run.
+  void run_step(BoundStep& b, const RunOptions& options, MemoryPool& pool,
+                const std::atomic<int>* readers = nullptr) {
+    // The step's pooled intermediates, from the pool now (memory O0). An in-place step's output 0
+    // takes its input 0's buffer instead (plan_memory.cc): at once in a serial run, in a parallel
+    // one once this step is the input's last reader still to finish.
+    const Step& step = *b.step;
+    for (int id : step.outputs) {
       if (!pooled_intermediate(id)) continue;
-      pooled_[id] = pool.allocate(std::max(plan_->slots[id].bytes, kTensorAlignment), b.op);
+      const bool in_place = step.in_place && id == step.outputs[0] &&
+                            (readers == nullptr || readers[step.inputs[0]].load() == 1);
+      pooled_[id] = in_place
+                        ? pooled_[step.inputs[0]]
+                        : pool.allocate(std::max(plan_->slots[id].bytes, kTensorAlignment), b.op);
       point(id, pooled_[id]->data());
     }
     try {
@@ -165,7 +174,7 @@ class SinkExecutor final : public GraphExecutor {
     detail::run_steps_in_parallel(*plan_, options.inter_op_parallelism, [&](int s) {
       {
         ScopedIntraOpThreads threads(options.intra_op_threads);
-        run_step(steps_[s], options, pool);
+        run_step(steps_[s], options, pool, readers.get());
       }
       for (int slot : distinct_inputs_[s]) {
         if (readers[slot].fetch_sub(1) == 1) pooled_[slot].reset();

@@ -5,8 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <string>
+
+#include "base/logging.h"
 #include "engine/bisect.h"
 #include "engine/models/registry.h"
+#include "ir/graph.h"
+#include "passes/pass.h"
 #include "tools/commands.h"
 
 namespace mf::tools {
@@ -38,6 +43,37 @@ void print_cut(const engine::BisectCut& cut) {
   std::fflush(stdout);
 }
 
+// MF_BISECT_INJECT_OFFSET=V (for the project's CLI tests; the engine itself never diverges): a
+// deliberately wrong front-end pass, "injected-offset", adds V to the network's first output, so
+// the command's report and exit status for a divergence can be checked end to end.
+class InjectedOffset final : public passes::Pass {
+ public:
+  explicit InjectedOffset(float offset) : offset_(offset) {}
+  std::string_view name() const override { return "injected-offset"; }
+  bool run(ir::Graph& graph) override {
+    ir::Constant* offset = graph.add_constant<float>({}, {offset_});
+    graph.set_output(0, graph.add_node("add", {graph.outputs()[0], offset})->output());
+    return true;
+  }
+
+ private:
+  float offset_;
+};
+
+void add_injected_offset(engine::BisectOptions& options) {
+  const char* env = std::getenv("MF_BISECT_INJECT_OFFSET");
+  if (env == nullptr || *env == '\0') return;
+  char* end = nullptr;
+  const float offset = std::strtof(env, &end);
+  MF_CHECK(end != env && *end == '\0' && std::isfinite(offset), InvalidArgument,
+           "MF_BISECT_INJECT_OFFSET='", env, "' is not a finite number; unset it");
+  log::warn(
+      "MF_BISECT_INJECT_OFFSET={}: a pass that adds it to the output is injected (a test "
+      "hook)",
+      offset);
+  options.extra_passes.push_back([offset] { return std::make_unique<InjectedOffset>(offset); });
+}
+
 int run_bisect(const BisectCommandOptions& options) {
   MF_CHECK(options.tolerance >= 0 && std::isfinite(options.tolerance), InvalidArgument,
            "--tolerance must be a finite number >= 0, got ", options.tolerance);
@@ -47,6 +83,7 @@ int run_bisect(const BisectCommandOptions& options) {
   bisect_options.seed = options.seed;
   bisect_options.stop_at_first = !options.all;
   bisect_options.on_cut = print_cut;
+  add_injected_offset(bisect_options);
   std::printf(
       "bisect: %s, reference PYNATIVE, tolerance %g (|graph - reference| > tolerance * "
       "max(1, |reference|))\n",

@@ -182,6 +182,23 @@ TEST(BisectCliTest, CorrectEngineReportsNoDivergence) {
   EXPECT_NE(run.out.find("after common-subexpression-elimination"), std::string::npos) << run.out;
 }
 
+// The engine never diverges, so the command's divergence path is driven through its test hook: a
+// pass that adds 1 to the output. The report names it and the exit status is 3, not 0 or 1.
+TEST(BisectCliTest, ADivergenceIsNamedAndExitsThree) {
+  const MfRun run = testing::run_mf_with_env("MF_BISECT_INJECT_OFFSET=1",
+                                             "bisect chain --set jit_config.jit_level=O1");
+  EXPECT_EQ(run.code, 3) << run.out << run.err;
+  EXPECT_NE(run.out.find("first divergence: after pass 'injected-offset'"), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("abs diff 1"), std::string::npos) << run.out;
+  EXPECT_NE(run.err.find("a test hook"), std::string::npos) << run.err;
+  // A value that is no number is refused (exit 1), not read as 0.
+  const MfRun bad = testing::run_mf_with_env("MF_BISECT_INJECT_OFFSET=one", "bisect chain");
+  EXPECT_EQ(bad.code, 1) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("MF_BISECT_INJECT_OFFSET='one' is not a finite number"), std::string::npos)
+      << bad.err;
+}
+
 TEST(BisectCliTest, BadArgumentsExitOne) {
   MfRun run = run_mf("bisect no_such_net");
   EXPECT_EQ(run.code, 1);

@@ -42,6 +42,7 @@ ENGINES = {
     # key: (label, mf mode arguments or None for ORT)
     "ort": ("ORT", None),
     "pynative": ("mf PYNATIVE", ["--mode", "pynative"]),
+    "o0": ("mf GRAPH O0", ["--mode", "graph", "--set", "jit_config.jit_level=O0"]),
     "o1": ("mf GRAPH O1", ["--mode", "graph", "--set", "jit_config.jit_level=O1"]),
     "o2": ("mf GRAPH O2", ["--mode", "graph", "--set", "jit_config.jit_level=O2"]),
     # jit_config.infer_boost=on: the ONNX weights compiled in as constants, as ORT treats

@@ -61,7 +61,7 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
   std::vector<KernelOperand> in, out;
   in.reserve(inputs.size());
   std::vector<ir::TensorType> kernel_outputs = output_types;
-  bool outputs_channels_last = false;
+  std::vector<bool> outputs_channels_last(output_types.size(), false);
   if (policy->eager_channels_last.value || any_channels_last) {
     EagerLayout layout = plan_eager_layout(def, input_types, {channels_last.get(), inputs.size()},
                                            attrs, output_types, policy->eager_channels_last.value,
@@ -75,7 +75,9 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
       in.push_back({stored.impl(), layout.kernel_inputs[i]});
     }
     attrs = std::move(layout.attrs);
-    outputs_channels_last = layout.outputs_channels_last;
+    for (size_t i = 0; i < output_types.size(); ++i) {
+      outputs_channels_last[i] = layout.flags_output(output_types[i].shape);
+    }
     kernel_outputs = std::move(layout.kernel_outputs);
   } else {
     for (const Tensor& t : inputs) in.push_back({t.impl(), t.type()});
@@ -86,8 +88,7 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
   for (size_t i = 0; i < output_types.size(); ++i) {
     auto impl = std::make_shared<TensorImpl>();
     impl->type = output_types[i];
-    // A tensor with one channel or a 1x1 plane has the same bytes in both orders: it is plain.
-    impl->channels_last = outputs_channels_last && !same_in_both_orders(impl->type.shape);
+    impl->channels_last = outputs_channels_last[i];
     out.push_back({impl, kernel_outputs[i]});
     outputs.emplace_back(std::move(impl));
   }

@@ -39,6 +39,12 @@ struct EagerLayout {
   std::vector<ir::TensorType> kernel_outputs;
   ir::Attrs attrs;                     // the kernel's (data_format, a concat's axis)
   bool outputs_channels_last = false;  // the outputs are stored (N, H, W, C)
+
+  // Whether an output of (N, C, H, W) shape `nchw` is flagged channels-last: one with a single
+  // channel or a 1x1 plane has the same bytes in both orders, so it is plain.
+  bool flags_output(const ir::Shape& nchw) const {
+    return outputs_channels_last && !same_in_both_orders(nchw);
+  }
 };
 
 // The plan for `def` over `inputs` (their user-visible types; `channels_last` says which are

@@ -99,7 +99,7 @@ void IrRunner::prepare_eager_kernels() {
             plan_eager_layout(*node.def(), types, {channels_last.get(), types.size()}, attrs,
                               outputs, keep_channels_last, deterministic);
         for (size_t i = 0; i < outputs.size() && i < node.num_outputs(); ++i) {
-          if (layout.outputs_channels_last && !same_in_both_orders(outputs[i].shape)) {
+          if (layout.flags_output(outputs[i].shape)) {
             stored_channels_last.insert({&node, i});
           }
         }

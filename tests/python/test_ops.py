@@ -143,3 +143,30 @@ def test_gil_is_released_while_kernels_run_and_while_waiting(synchronous):
         seconds, steps = spinning_while(y.asnumpy)
     assert seconds > 0.01, f"the matmul took {seconds} s; nothing measured"
     assert steps > 1000, f"the other thread ran {steps} steps during {seconds} s"
+
+
+def _conv3x3_reference(x, w):
+    """(N, C, H, W) * (O, C, 3, 3), padding 1, in float64."""
+    n, _, h, width = x.shape
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    out = np.zeros((n, w.shape[0], h, width))
+    for ky in range(3):
+        for kx in range(3):
+            window = padded[:, :, ky:ky + h, kx:kx + width]
+            out += np.einsum("nchw,oc->nohw", window, w[:, :, ky, kx])
+    return out
+
+
+@pytest.mark.parametrize("disable", [False, True])
+def test_convolution_results_read_back_in_nchw_order(disable):
+    # Op by op a convolution may leave its output channels-last for the next op
+    # (disable_format_transform turns that off); asnumpy() and the buffer protocol still give NCHW.
+    ms.set_context(mode=ms.PYNATIVE_MODE, disable_format_transform=disable)
+    rng = np.random.RandomState(0)
+    x = rng.uniform(-1, 1, (2, 8, 20, 20)).astype(np.float32)
+    w = rng.uniform(-0.3, 0.3, (16, 8, 3, 3)).astype(np.float32)
+    y = ms.ops.relu(ms.ops.conv2d(ms.Tensor(x), ms.Tensor(w), padding=[1, 1]))
+    expected = np.maximum(_conv3x3_reference(x.astype(np.float64), w.astype(np.float64)), 0)
+    assert y.shape == (2, 16, 20, 20)
+    np.testing.assert_allclose(y.asnumpy(), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(memoryview(y)), expected, rtol=1e-5, atol=1e-5)

@@ -1,6 +1,7 @@
 #include "engine/dispatch.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "engine/eager_layout.h"
 #include "engine/engine_state.h"
@@ -137,6 +138,9 @@ void submit_kernel(const ir::OpDef& def, ir::Attrs attrs, std::vector<KernelOper
       for (const auto& i : inputs) {
         if (i.output_may_take_it && i.impl.use_count() == 1 && i.kernel_type == o.kernel_type &&
             i.impl->channels_last == o.impl->channels_last && i.impl->buffer->owns_its_bytes()) {
+          // use_count() is a relaxed load; the fence orders this task's writes after whatever the
+          // last other owner did with the bytes before it let go (its release decrement).
+          std::atomic_thread_fence(std::memory_order_acquire);
           o.impl->buffer = i.impl->buffer;
           wrote_over_an_input = true;
           break;

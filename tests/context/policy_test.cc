@@ -248,6 +248,22 @@ TEST_F(ContextTest, SimpleSwitches) {
   EXPECT_TRUE(p.infer_boost.value);
 }
 
+// Layouts at every jit_level and op by op, both turned off by disable_format_transform.
+TEST_F(ContextTest, FormatTransformAndEagerChannelsLast) {
+  for (const char* level : {"O0", "O1", "O2"}) {
+    const Policy on = policy_with({{"mode", 0}, {"jit_config.jit_level", level}});
+    EXPECT_TRUE(on.format_transform.value) << level;
+    EXPECT_TRUE(on.eager_channels_last.value) << level;
+    EXPECT_THAT(on.format_transform.reason, HasSubstr("at every jit_level"));
+  }
+  const Policy off = policy_with({{"disable_format_transform", true}});
+  EXPECT_FALSE(off.format_transform.value);
+  EXPECT_FALSE(off.eager_channels_last.value);
+  EXPECT_THAT(off.eager_channels_last.reason,
+              ::testing::StartsWith("disable_format_transform=true: op by op, every tensor is "
+                                    "stored NCHW"));
+}
+
 TEST_F(ContextTest, KeysWithoutEffectOnCpuAreReported) {
   set_ps_context({{"enable_ssl", true}});
   const Policy p = policy_with({{"op_timeout", 5},

@@ -55,7 +55,7 @@ class IrRunner {
       const std::map<std::string, Tensor>& values);
   // Makes every node's primitive for the current intra-op threads, once per (threads,
   // deterministic).
-  void prepare_eager_kernels();
+  void prepare_eager_kernels(const std::map<std::string, Tensor>& bound);
 
   std::unique_ptr<ir::Graph> graph_;
   std::vector<std::string> generated_;
@@ -66,7 +66,8 @@ class IrRunner {
   EagerPrepareReport eager_prepare_;
   // Op by op: each constant of the graph (and its subgraphs) as a tensor, made at its first use.
   std::unordered_map<const ir::Constant*, Tensor> constants_;
-  int eager_prepared_threads_ = 0;  // 0: nothing prepared yet
+  const Tensor& constant_tensor(const ir::Constant* c);  // from constants_, made on first use
+  int eager_prepared_threads_ = 0;                       // 0: nothing prepared yet
   bool eager_prepared_deterministic_ = false;
   bool eager_prepared_channels_last_ = false;
 };

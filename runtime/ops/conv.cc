@@ -642,6 +642,15 @@ const dnnl_rt::PreparerRegistration kPrepareConv2d("conv2d", prepare_conv2d);
 
 }  // namespace
 
+void reorder_conv2d_weights_ahead(std::span<const TensorType> in, const Attrs& attrs,
+                                  const ir::TensorView& weights, int threads, bool deterministic) {
+  if (in.size() < 2 || in[0].dtype != DType::kFloat32 || weights.content_id == 0) return;
+  if (runs_depthwise_nchw(in, attrs) || ir::num_elements(in[1].shape) == 0) return;
+  dnnl_rt::ScopedOmpThreads omp(threads);
+  const std::shared_ptr<const DnnlConv> conv = dnnl_conv2d(in, attrs, threads, deterministic);
+  if (conv->weights_in) reordered_weights(*conv, conv, weights);
+}
+
 bool conv2d_reorders_to_channels_last(std::span<const TensorType> in, const Attrs& attrs,
                                       bool deterministic) {
   if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 4) return false;

@@ -1,7 +1,8 @@
 #pragma once
-// What the float32 conv2d kernel does with an NCHW input, for callers that choose where tensors
-// live between ops (engine/eager_layout.cc): whether it would reorder x into channels-last order
-// anyway, to run one of oneDNN's direct kernels.
+// What the float32 conv2d kernel does with its operands, for the callers that choose where tensors
+// live between ops (engine/eager_layout.cc) and that prepare an op-by-op run
+// (engine/ir_runner.cc): whether it would reorder x into channels-last order anyway, and its
+// weights' reorder done ahead.
 
 #include <span>
 
@@ -15,5 +16,12 @@ namespace mf::runtime::ops {
 // im2col + sgemm path (1x1 windows, small output planes) and for the NCHW depthwise kernel.
 bool conv2d_reorders_to_channels_last(std::span<const ir::TensorType> in, const ir::Attrs& attrs,
                                       bool deterministic);
+
+// Reorders `weights` (conv2d's input 1, a tensor whose content identity is set) into the layout
+// the float32 kernel for `in` and `attrs` at `threads` will want, and keeps them where its calls
+// look (the reordered-weights cache), so the first call does not pay the reorder. A no-op where
+// the kernel reads the weights as they are.
+void reorder_conv2d_weights_ahead(std::span<const ir::TensorType> in, const ir::Attrs& attrs,
+                                  const ir::TensorView& weights, int threads, bool deterministic);
 
 }  // namespace mf::runtime::ops

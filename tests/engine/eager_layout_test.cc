@@ -232,7 +232,7 @@ TEST_F(EagerLayoutTest, AGraphRunReadsAChannelsLastInputInNchwOrder) {
 }
 
 // Op by op, the kernels prepared before the first op are the ones the calls use: the first run
-// creates no primitive of its own.
+// creates no primitive of its own, and finds its weights already in the kernels' layout.
 TEST_F(EagerLayoutTest, PreparedKernelsMatchTheLayoutsTheCallsUse) {
   auto g = std::make_unique<ir::Graph>("main");
   // Shapes no other test uses: nothing is in the primitive cache before.
@@ -246,11 +246,16 @@ TEST_F(EagerLayoutTest, PreparedKernelsMatchTheLayoutsTheCallsUse) {
   context::set({{"runtime_num_threads", 1}, {"pynative_synchronize", true}});
   engine::IrRunner runner(std::move(g));
   const int64_t before = runtime::dnnl_rt::primitive_cache().stats().creations;
+  const auto weights_before = runtime::dnnl_rt::reordered_weights_cache().stats();
   runner.run({}, 3);
   const int64_t made = runtime::dnnl_rt::primitive_cache().stats().creations - before;
   EXPECT_EQ(runner.eager_prepare_report().kernels, 2u);
   EXPECT_EQ(made, int64_t(runner.eager_prepare_report().kernels))
       << "a call made a primitive that preparing did not";
+  // Both convolutions' weights were reordered while preparing: the calls found them.
+  const auto weights_after = runtime::dnnl_rt::reordered_weights_cache().stats();
+  EXPECT_EQ(weights_after.creations - weights_before.creations, 2);
+  EXPECT_EQ(weights_after.hits - weights_before.hits, 2) << "a call reordered its own weights";
 }
 
 }  // namespace

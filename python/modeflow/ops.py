@@ -23,4 +23,22 @@ def gelu(x, approximate="none"):
     raise ValueError(f"For 'gelu', approximate must be 'none' or 'tanh', but got {approximate!r}.")
 
 
-__all__ = registered + ["cond", "while_loop", "sync", "gelu"]
+_registry_clip = clip  # noqa: F821 - generated above: clip(x, lo, hi), tensors or numbers
+
+
+def clip(input, min=None, max=None):  # noqa: A002 - MindSpore's argument names
+    """clip(input, min=None, max=None): MindSpore's ops.clip (also ops.clamp). Bounds are numbers
+    or tensors; a bound left None is not applied; at least one must be given. With both, the
+    registry's clip op (one pass); with one, maximum or minimum."""
+    if min is None and max is None:
+        raise ValueError("For 'clip', at least one of 'min' and 'max' must not be None.")
+    if max is None:
+        return maximum(input, min)  # noqa: F821
+    if min is None:
+        return minimum(input, max)  # noqa: F821
+    return _registry_clip(input, min, max)
+
+
+clamp = clip
+
+__all__ = registered + ["cond", "while_loop", "sync", "gelu", "clamp"]

@@ -170,3 +170,19 @@ def test_convolution_results_read_back_in_nchw_order(disable):
     assert y.shape == (2, 16, 20, 20)
     np.testing.assert_allclose(y.asnumpy(), expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.asarray(memoryview(y)), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_clip_takes_mindspore_keywords_numbers_tensors_and_one_sided_bounds():
+    x = ms.Tensor(np.array([-1.0, 3.0, 8.0, np.nan], np.float32))
+    expected = np.array([0.0, 3.0, 6.0, np.nan], np.float32)
+    np.testing.assert_array_equal(ms.ops.clip(x, 0, 6).asnumpy(), expected)
+    np.testing.assert_array_equal(ms.ops.clip(x, min=0.0, max=6.0).asnumpy(), expected)
+    lo = ms.Tensor(np.array(0.0, np.float32))
+    np.testing.assert_array_equal(ms.ops.clamp(x, min=lo, max=6.0).asnumpy(), expected)
+    np.testing.assert_array_equal(ms.ops.clip(x, min=2.0).asnumpy(),
+                                  np.array([2.0, 3.0, 8.0, np.nan], np.float32))
+    np.testing.assert_array_equal(ms.ops.clip(x, max=2.0).asnumpy(),
+                                  np.array([-1.0, 2.0, 2.0, np.nan], np.float32))
+    with pytest.raises(ValueError, match="at least one of 'min' and 'max'"):
+        ms.ops.clip(x)
+    assert ms.ops.clip.__doc__.startswith("clip(")

@@ -53,7 +53,7 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
 
   // Where the values live between eager ops: a convolution may leave its output channels-last
   // for the next one, and what cannot read that order gets a plain copy first.
-  std::unique_ptr<bool[]> channels_last(new bool[inputs.size()]());
+  std::vector<bool> channels_last(inputs.size(), false);
   bool any_channels_last = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
     channels_last[i] = inputs[i].impl()->channels_last;
@@ -64,9 +64,9 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
   std::vector<ir::TensorType> kernel_outputs = output_types;
   std::vector<bool> outputs_channels_last(output_types.size(), false);
   if (policy->eager_channels_last.value || any_channels_last) {
-    EagerLayout layout = plan_eager_layout(def, input_types, {channels_last.get(), inputs.size()},
-                                           attrs, output_types, policy->eager_channels_last.value,
-                                           policy->deterministic.value);
+    EagerLayout layout =
+        plan_eager_layout(def, input_types, channels_last, attrs, output_types,
+                          policy->eager_channels_last.value, policy->deterministic.value);
     for (size_t i = 0; i < inputs.size(); ++i) {
       Tensor stored = inputs[i];
       if (layout.convert[i] == EagerLayout::Convert::kToPlain) stored = plain_tensor(stored, where);

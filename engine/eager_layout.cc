@@ -28,8 +28,9 @@ std::optional<ir::Shape> per_channel_rank4(const ir::Shape& s) {
 }
 
 // Everything as the user sees it: channels-last inputs copied to NCHW first.
-EagerLayout all_plain(std::span<const ir::TensorType> inputs, std::span<const bool> channels_last,
-                      const ir::Attrs& attrs, std::span<const ir::TensorType> outputs) {
+EagerLayout all_plain(std::span<const ir::TensorType> inputs,
+                      const std::vector<bool>& channels_last, const ir::Attrs& attrs,
+                      std::span<const ir::TensorType> outputs) {
   EagerLayout plan;
   for (size_t i = 0; i < inputs.size(); ++i) {
     plan.convert.push_back(channels_last[i] ? EagerLayout::Convert::kToPlain
@@ -43,7 +44,7 @@ EagerLayout all_plain(std::span<const ir::TensorType> inputs, std::span<const bo
 
 // Input i read in NHWC order as it is stored (channels-last, or the same bytes either way).
 bool stored_channels_last(std::span<const ir::TensorType> inputs,
-                          std::span<const bool> channels_last, size_t i) {
+                          const std::vector<bool>& channels_last, size_t i) {
   return channels_last[i] || (inputs[i].shape.size() == 4 && same_in_both_orders(inputs[i].shape));
 }
 
@@ -56,7 +57,7 @@ void outputs_in_nhwc(EagerLayout& plan) {
 // convolution that would reorder it anyway, becomes) channels-last.
 std::optional<EagerLayout> plan_window_op(const ir::OpDef& def,
                                           std::span<const ir::TensorType> inputs,
-                                          std::span<const bool> channels_last,
+                                          const std::vector<bool>& channels_last,
                                           const ir::Attrs& attrs,
                                           std::span<const ir::TensorType> outputs,
                                           bool deterministic) {
@@ -82,7 +83,7 @@ std::optional<EagerLayout> plan_window_op(const ir::OpDef& def,
 // An elementwise op over channels-last operands of the output's shape, scalars and per-channel
 // operands runs on the stored bytes.
 std::optional<EagerLayout> plan_elementwise(std::span<const ir::TensorType> inputs,
-                                            std::span<const bool> channels_last,
+                                            const std::vector<bool>& channels_last,
                                             const ir::Attrs& attrs,
                                             std::span<const ir::TensorType> outputs) {
   if (outputs.size() != 1 || outputs[0].shape.size() != 4) return std::nullopt;
@@ -106,7 +107,8 @@ std::optional<EagerLayout> plan_elementwise(std::span<const ir::TensorType> inpu
 
 // concat of channels-last activations along an NCHW axis = concat along its NHWC position.
 std::optional<EagerLayout> plan_concat(std::span<const ir::TensorType> inputs,
-                                       std::span<const bool> channels_last, const ir::Attrs& attrs,
+                                       const std::vector<bool>& channels_last,
+                                       const ir::Attrs& attrs,
                                        std::span<const ir::TensorType> outputs) {
   if (outputs.size() != 1 || outputs[0].shape.size() != 4) return std::nullopt;
   EagerLayout plan = all_plain(inputs, channels_last, attrs, outputs);
@@ -133,11 +135,11 @@ ir::Shape nchw_of(const ir::Shape& nhwc) {
 }
 
 bool same_in_both_orders(const ir::Shape& nchw) {
-  return nchw.size() == 4 && (nchw[1] == 1 || nchw[2] * nchw[3] == 1);
+  return nchw.size() == 4 && (nchw[1] == 1 || (nchw[2] == 1 && nchw[3] == 1));
 }
 
 EagerLayout plan_eager_layout(const ir::OpDef& def, std::span<const ir::TensorType> inputs,
-                              std::span<const bool> channels_last, const ir::Attrs& attrs,
+                              const std::vector<bool>& channels_last, const ir::Attrs& attrs,
                               std::span<const ir::TensorType> outputs, bool keep_channels_last,
                               bool deterministic) {
   std::optional<EagerLayout> kept;

@@ -52,7 +52,7 @@ struct EagerLayout {
 // With `keep_channels_last` false (disable_format_transform), channels-last inputs are made
 // plain and nothing new is stored channels-last.
 EagerLayout plan_eager_layout(const ir::OpDef& def, std::span<const ir::TensorType> inputs,
-                              std::span<const bool> channels_last, const ir::Attrs& attrs,
+                              const std::vector<bool>& channels_last, const ir::Attrs& attrs,
                               std::span<const ir::TensorType> outputs, bool keep_channels_last,
                               bool deterministic);
 

@@ -99,7 +99,7 @@ void IrRunner::prepare_eager_kernels(const std::map<std::string, Tensor>& bound)
     for (const ir::Node& node : graph.nodes()) {
       if (node.def() == nullptr) continue;
       std::vector<ir::TensorType> types;
-      std::unique_ptr<bool[]> channels_last(new bool[node.inputs().size()]());
+      std::vector<bool> channels_last(node.inputs().size(), false);
       for (size_t i = 0; i < node.inputs().size(); ++i) {
         const ir::Value& v = node.inputs()[i];
         types.push_back(v.type());
@@ -109,9 +109,8 @@ void IrRunner::prepare_eager_kernels(const std::map<std::string, Tensor>& bound)
       try {
         // Inference fills in the defaults, as the call will.
         const std::vector<ir::TensorType> outputs = node.def()->infer_types(types, attrs);
-        const EagerLayout layout =
-            plan_eager_layout(*node.def(), types, {channels_last.get(), types.size()}, attrs,
-                              outputs, keep_channels_last, deterministic);
+        const EagerLayout layout = plan_eager_layout(*node.def(), types, channels_last, attrs,
+                                                     outputs, keep_channels_last, deterministic);
         for (size_t i = 0; i < outputs.size() && i < node.num_outputs(); ++i) {
           if (layout.flags_output(outputs[i].shape)) {
             stored_channels_last.insert({&node, i});

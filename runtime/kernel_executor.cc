@@ -167,7 +167,6 @@ class PlanRun {
   }
 
   void run_serial() {
-    serial_ = true;
     for (const Step& step : plan_.steps) {
       run_step(step);
       for (int slot : step.release_after) release(slot);
@@ -246,13 +245,8 @@ class PlanRun {
     for (int id : step.outputs) {
       const Slot& slot = plan_.slots[id];
       if (slot.kind != SlotKind::kPooled) continue;
-      // A pooled in-place step (memory O0): output 0 takes the buffer of input 0, which dies here.
-      // In a parallel run only once every other reader of input 0 has finished (one reader left:
-      // this step), since one earlier in program order may still be running.
-      const bool in_place =
-          step.in_place && id == step.outputs[0] &&
-          (serial_ || (readers_ != nullptr && readers_[step.inputs[0]].load() == 1));
-      buffers_[id] = in_place ? buffers_[step.inputs[0]] : allocate(slot, step.node->op());
+      buffers_[id] = takes_input_buffer(step, id, readers_) ? buffers_[step.inputs[0]]
+                                                            : allocate(slot, step.node->op());
       data_[id] = buffers_[id]->data();
     }
     std::vector<ir::TensorView> in;
@@ -311,8 +305,8 @@ class PlanRun {
   const RunOptions& options_;
   MemoryPool& pool_;
   int depth_;
-  bool serial_ = false;  // run_serial: steps in program order, one at a time
-  // run_parallel: per slot, the steps still to read it (a step counts down when it finishes).
+  // run_parallel: per slot, the steps still to read it (a step counts down when it finishes); null
+  // in a serial run.
   const std::atomic<int>* readers_ = nullptr;
   std::vector<std::shared_ptr<Buffer>> buffers_;
   std::vector<void*> data_;

@@ -4,6 +4,7 @@
 // SinkExecutor runs control-flow steps through run_control_flow, i.e. through nested
 // KernelExecutor-style runs.
 
+#include <atomic>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,6 +28,16 @@ std::vector<int> distinct_slots(const std::vector<int>& ids);
 // Per slot, how many steps of `plan` read it: with inter-op parallelism a pooled value goes back
 // to the pool when the last of them finishes (the plan's release_after assumes serial order).
 std::vector<int> reader_counts(const Plan& plan);
+
+// Whether pooled output slot `out` of `step` takes input 0's buffer instead of a new one (memory
+// O0's in-place steps, passes/plan_memory.cc): in a serial run (`readers` null) always, in a
+// parallel run once this step is input 0's last reader still to finish (`readers`: the run's
+// per-slot counts of readers not yet finished), since one earlier in program order may still be
+// running.
+inline bool takes_input_buffer(const Step& step, int out, const std::atomic<int>* readers) {
+  return step.in_place && out == step.outputs[0] &&
+         (readers == nullptr || readers[step.inputs[0]].load() == 1);
+}
 
 // Nonzero scalar = true, whatever the dtype.
 bool scalar_truth(const void* data, ir::DType dtype);

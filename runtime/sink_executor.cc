@@ -134,15 +134,12 @@ class SinkExecutor final : public GraphExecutor {
   // `readers`: in a parallel run, per slot the steps still to read it; null in a serial run.
   void run_step(BoundStep& b, const RunOptions& options, MemoryPool& pool,
                 const std::atomic<int>* readers = nullptr) {
-    // The step's pooled intermediates, from the pool now (memory O0). An in-place step's output 0
-    // takes its input 0's buffer instead (plan_memory.cc): at once in a serial run, in a parallel
-    // one once this step is the input's last reader still to finish.
+    // The step's pooled intermediates, from the pool now (memory O0), or an in-place step's input
+    // buffer (detail::takes_input_buffer).
     const Step& step = *b.step;
     for (int id : step.outputs) {
       if (!pooled_intermediate(id)) continue;
-      const bool in_place = step.in_place && id == step.outputs[0] &&
-                            (readers == nullptr || readers[step.inputs[0]].load() == 1);
-      pooled_[id] = in_place
+      pooled_[id] = detail::takes_input_buffer(step, id, readers)
                         ? pooled_[step.inputs[0]]
                         : pool.allocate(std::max(plan_->slots[id].bytes, kTensorAlignment), b.op);
       point(id, pooled_[id]->data());

@@ -38,10 +38,7 @@ EagerLayout plan(std::string_view op, std::vector<ir::TensorType> inputs, std::v
                  ir::Attrs attrs = {}, bool keep = true, bool deterministic = false) {
   const ir::OpDef& def = ir::get_op(op);
   const std::vector<ir::TensorType> outputs = def.infer_types(inputs, attrs);
-  std::unique_ptr<bool[]> flags(new bool[last.size()]());
-  for (size_t i = 0; i < last.size(); ++i) flags[i] = last[i];
-  return engine::plan_eager_layout(def, inputs, {flags.get(), last.size()}, attrs, outputs, keep,
-                                   deterministic);
+  return engine::plan_eager_layout(def, inputs, last, attrs, outputs, keep, deterministic);
 }
 
 ir::TensorType f32(ir::Shape shape) {

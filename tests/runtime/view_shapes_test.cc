@@ -2,7 +2,9 @@
 // test's shape check cannot catch a wrong inference for them. Here every sample of every view op
 // has its output shape written out by hand (numpy semantics), independently of the code; and the
 // convolution and pooling samples' output shapes come from the textbook formula written here, not
-// from the window helpers the kernels and references share.
+// from the window helpers the kernels and references share. The reductions' samples have their
+// reduced axes and output shapes written out by hand too, and their sums computed by a loop here:
+// the kernels and the reference share the helpers that pick the axes and shape the output.
 
 #include <gtest/gtest.h>
 
@@ -110,6 +112,83 @@ TEST(WindowShapes, ConvAndPoolingSamplesMatchTheTextbookFormula) {
     }
   }
   EXPECT_GE(checked, 20);
+}
+
+struct ReduceRow {
+  Shape input;
+  std::vector<bool> reduced;  // per input axis, normalized by hand (negative axes, empty = all)
+  Shape output;
+};
+
+// One row per sample of the reductions (they share one sample list), in sample order.
+const std::vector<ReduceRow>& hand_reductions() {
+  static const std::vector<ReduceRow> table = {
+      {{3, 5}, {true, true}, {}},                                // axes=[]
+      {{3, 5}, {false, true}, {3}},                              // axes=[1]
+      {{3, 5}, {true, false}, {1, 5}},                           // axes=[0], keep_dims
+      {{2, 3, 4}, {false, false, true}, {2, 3, 1}},              // axes=[-1], keep_dims
+      {{2, 3, 4}, {true, false, true}, {3}},                     // axes=[0, 2]
+      {{2, 3, 4, 5}, {false, true, true, false}, {2, 1, 1, 5}},  // axes=[1, 2], keep_dims
+      {{7}, {true}, {}},                                         // axes=[0]
+      {{}, {}, {}},                                              // a scalar, axes=[]
+      {{100000}, {true}, {}},                                    // axes=[]
+      {{3, 1, 5000}, {true, false, false}, {1, 5000}},           // axes=[0]
+  };
+  return table;
+}
+
+// The sum over the hand-marked axes by a plain loop over input coordinates.
+std::vector<double> hand_sum(const ReduceRow& row, const std::vector<double>& x) {
+  std::vector<int64_t> kept_sizes;
+  for (size_t d = 0; d < row.input.size(); ++d) {
+    if (!row.reduced[d]) kept_sizes.push_back(row.input[d]);
+  }
+  int64_t out_count = 1;
+  for (int64_t n : kept_sizes) out_count *= n;
+  std::vector<double> sums(static_cast<size_t>(out_count), 0.0);
+  std::vector<int64_t> coord(row.input.size(), 0);
+  for (double value : x) {
+    int64_t o = 0;
+    for (size_t d = 0; d < coord.size(); ++d) {
+      if (!row.reduced[d]) o = o * row.input[d] + coord[d];
+    }
+    sums[static_cast<size_t>(o)] += value;
+    for (size_t d = coord.size(); d-- > 0;) {  // next coordinate, last axis fastest
+      if (++coord[d] < row.input[d]) break;
+      coord[d] = 0;
+    }
+  }
+  return sums;
+}
+
+TEST(ReduceShapes, InferenceAndReferenceMatchAxesAndShapesWrittenByHand) {
+  for (const char* name : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
+    SCOPED_TRACE(name);
+    const ir::OpDef& op = ir::get_op(name);
+    const std::vector<ReduceRow>& rows = hand_reductions();
+    ASSERT_EQ(op.samples.size(), rows.size())
+        << "the op's samples changed: write the new samples' axes and shapes into this table";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      SCOPED_TRACE("sample " + std::to_string(i));
+      const ir::OpSample& s = op.samples[i];
+      ASSERT_EQ(s.inputs.at(0).shape, rows[i].input) << "the samples were reordered";
+      ir::Attrs attrs = s.attrs;
+      const std::vector<ir::TensorType> inferred = op.infer_types(s.inputs, attrs);
+      ASSERT_EQ(inferred.size(), 1u);
+      EXPECT_EQ(inferred[0].shape, rows[i].output)
+          << "inference gives " << ir::shape_to_string(inferred[0].shape);
+      // Distinct values, so a sum over the wrong axes cannot come out right.
+      std::vector<double> x(static_cast<size_t>(ir::num_elements(rows[i].input)));
+      for (size_t k = 0; k < x.size(); ++k) x[k] = static_cast<double>(k % 97) + 0.25 * (k % 5);
+      const std::vector<ir::RefTensor> ref =
+          op.reference(std::vector<ir::RefTensor>{{rows[i].input, x}}, attrs);
+      ASSERT_EQ(ref.size(), 1u);
+      EXPECT_EQ(ref[0].shape, rows[i].output) << "the reference's shape";
+      if (std::string(name) == "reduce_sum") {
+        EXPECT_EQ(ref[0].values, hand_sum(rows[i], x)) << "the reference summed other axes";
+      }
+    }
+  }
 }
 
 }  // namespace

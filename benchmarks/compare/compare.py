@@ -11,8 +11,10 @@ output is from ORT's and from PyTorch's, and a second table of first-run time an
       [--engines ort,pynative,o1,o2] [--min-runs 30] [--min-seconds 2] [--json FILE]
 
 Modeflow is run as `mf run NET.onnx --input NAME=NET.input.npy --iters N --output-dir DIR
---set runtime_num_threads=T [--mode graph --set jit_config.jit_level=O1|O2]`, ORT through
-ort_bench.js (node + onnxruntime-node). A missing node or onnxruntime-node skips ORT with a note;
+--set runtime_num_threads=T --set inter_op_parallel_num=1 [--mode graph --set
+jit_config.jit_level=O1|O2]`, ORT through ort_bench.js (node + onnxruntime-node, T intra-op threads,
+sequential). inter_op_parallel_num=1 keeps both engines on T cores: modeflow's default fills the
+cores its intra-op pool leaves idle with independent ops (two at once at T=1 on two cores). A missing node or onnxruntime-node skips ORT with a note;
 the modeflow engines still run. Nothing here is needed by the build or the tests.
 """
 
@@ -185,7 +187,8 @@ class Runner:
         cmd = [str(self.args.mf), "run", str(models / manifest["model"]),
                "--input", f"{manifest['input_name']}={models / manifest['input']}",
                "--iters", str(iters), "--output-dir", str(outdir),
-               "--set", f"runtime_num_threads={threads}", *mode_args]
+               "--set", f"runtime_num_threads={threads}", "--set", "inter_op_parallel_num=1",
+               *mode_args]
         for attempt in range(4):
             # The binary may be mid-rebuild: wait for it rather than fail the whole run.
             if not self.args.mf.exists():

@@ -117,12 +117,6 @@ py::object item(const Tensor& tensor, const char* what) {
   }
 }
 
-py::object binary(const char* op, const Tensor& self, py::handle other, bool reverse) {
-  if (!is_tensor_like(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-  Tensor rhs = to_tensor(other, self.dtype());
-  return py::cast(reverse ? run_op(op, {rhs, self})[0] : run_op(op, {self, rhs})[0]);
-}
-
 std::string repr(const Tensor& tensor) {
   if (!tensor.defined()) return "Tensor(undefined)";
   std::string head = "Tensor(shape=" + ir::shape_to_string(tensor.shape()) +
@@ -143,6 +137,111 @@ std::vector<int64_t> dims_from(py::args args) {
 py::handle numpy_generic() {
   static py::handle generic = py::object(py::module_::import("numpy").attr("generic")).release();
   return generic;
+}
+
+// ---- dtype promotion of the operators (MindSpore 2.x, as PyTorch) ----
+// Tensor with tensor (numpy arrays and lists are tensors): bool < int32 < int64 < float32 <
+// float64, the higher wins, so any float beats any int. A Python number (or numpy scalar) adapts
+// to the tensor: a bool keeps its dtype; an int keeps it, except that a bool tensor becomes int64;
+// a float keeps a float dtype and makes an int or bool tensor float32. Then per operator: `/` of
+// integers or bools is true division in float32; `**` of integers runs in float64 and is cast back
+// (exact while |result| < 2^53); + and * of two bools run in int32 and are cast back to bool
+// (numpy's logical or / and); `<` and `>` compare bools as int32. Every conversion is a `cast`
+// op, so GRAPH mode traces it.
+
+int promotion_rank(DType dtype) {
+  switch (dtype) {
+    case DType::kBool:
+      return 0;
+    case DType::kInt32:
+      return 1;
+    case DType::kInt64:
+      return 2;
+    case DType::kFloat32:
+      return 3;
+    case DType::kFloat64:
+      return 4;
+  }
+  return 0;
+}
+
+enum class ScalarKind { kNone, kBool, kInt, kFloat };
+
+ScalarKind scalar_kind(py::handle value) {
+  if (PyBool_Check(value.ptr())) return ScalarKind::kBool;
+  if (PyLong_Check(value.ptr())) return ScalarKind::kInt;
+  if (PyFloat_Check(value.ptr())) return ScalarKind::kFloat;
+  if (py::isinstance(value, numpy_generic())) {
+    const char kind = py::array(py::module_::import("numpy").attr("asarray")(value)).dtype().kind();
+    if (kind == 'b') return ScalarKind::kBool;
+    if (kind == 'i' || kind == 'u') return ScalarKind::kInt;
+    if (kind == 'f') return ScalarKind::kFloat;
+  }
+  return ScalarKind::kNone;
+}
+
+DType with_scalar(DType tensor, ScalarKind kind) {
+  switch (kind) {
+    case ScalarKind::kInt:
+      return tensor == DType::kBool ? DType::kInt64 : tensor;
+    case ScalarKind::kFloat:
+      return ir::is_floating(tensor) ? tensor : DType::kFloat32;
+    case ScalarKind::kBool:
+    case ScalarKind::kNone:
+      break;
+  }
+  return tensor;
+}
+
+Tensor cast_to(const Tensor& tensor, DType dtype) {
+  if (tensor.dtype() == dtype) return tensor;
+  return run_op("cast", {tensor}, {{"dtype", dtype}})[0];
+}
+
+py::object binary(const char* symbol, const char* op, const Tensor& self, py::handle other,
+                  bool reverse) {
+  if (!is_tensor_like(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  const ScalarKind kind = scalar_kind(other);
+  Tensor rhs;
+  DType common = self.dtype();
+  if (kind == ScalarKind::kNone) {
+    rhs = to_tensor(other);
+    if (promotion_rank(rhs.dtype()) > promotion_rank(common)) common = rhs.dtype();
+  } else {
+    common = with_scalar(self.dtype(), kind);
+  }
+  const std::string_view name = op;
+  DType compute = common;       // the dtype the op runs in
+  std::optional<DType> result;  // a cast of the op's output, when it differs
+  const bool boolean = common == DType::kBool;
+  if (name == "div" && !ir::is_floating(common)) {
+    compute = DType::kFloat32;
+  } else if (name == "pow" && !ir::is_floating(common)) {
+    if (boolean) {
+      throw py::type_error(std::string("Tensor ") + symbol +
+                           " on two bool operands is not supported; cast one first, e.g. "
+                           "x.astype(ms.int32) or x.astype(ms.float32)");
+    }
+    compute = DType::kFloat64;
+    result = common;
+  } else if (name == "sub" && boolean) {
+    throw py::type_error(
+        std::string("Tensor ") + symbol +
+        " on two bool operands is not supported (nor in numpy and PyTorch); cast one "
+        "first, e.g. x.astype(ms.int32)");
+  } else if ((name == "add" || name == "mul") && boolean) {
+    compute = DType::kInt32;
+    result = DType::kBool;
+  } else if ((name == "less" || name == "greater") && boolean) {
+    compute = DType::kInt32;
+  }
+  const Tensor lhs = cast_to(self, compute);
+  rhs = kind == ScalarKind::kNone
+            ? cast_to(rhs, compute)
+            : Tensor::full({}, py::reinterpret_borrow<py::object>(other).cast<double>(), compute);
+  Tensor out = reverse ? run_op(op, {rhs, lhs})[0] : run_op(op, {lhs, rhs})[0];
+  if (result) out = cast_to(out, *result);
+  return py::cast(std::move(out));
 }
 
 }  // namespace
@@ -302,21 +401,25 @@ void bind_tensor(py::module_& m) {
       });
 
   // The operators: each is one registered op, so GRAPH mode traces them like any other.
+  // Operands are promoted first (binary() above says how).
   struct Operator {
     const char* name;
+    const char* symbol;
     const char* op;
     bool reverse;
   };
   static constexpr Operator kOperators[] = {
-      {"__add__", "add", false},     {"__radd__", "add", true},     {"__sub__", "sub", false},
-      {"__rsub__", "sub", true},     {"__mul__", "mul", false},     {"__rmul__", "mul", true},
-      {"__truediv__", "div", false}, {"__rtruediv__", "div", true}, {"__pow__", "pow", false},
-      {"__rpow__", "pow", true},     {"__lt__", "less", false},     {"__gt__", "greater", false},
-      {"__eq__", "equal", false},
+      {"__add__", "+", "add", false},     {"__radd__", "+", "add", true},
+      {"__sub__", "-", "sub", false},     {"__rsub__", "-", "sub", true},
+      {"__mul__", "*", "mul", false},     {"__rmul__", "*", "mul", true},
+      {"__truediv__", "/", "div", false}, {"__rtruediv__", "/", "div", true},
+      {"__pow__", "**", "pow", false},    {"__rpow__", "**", "pow", true},
+      {"__lt__", "<", "less", false},     {"__gt__", ">", "greater", false},
+      {"__eq__", "==", "equal", false},
   };
   for (const Operator& op : kOperators) {
     tensor.def(op.name, [op](const Tensor& self, py::handle other) {
-      return binary(op.op, self, other, op.reverse);
+      return binary(op.symbol, op.op, self, other, op.reverse);
     });
   }
 

@@ -33,7 +33,13 @@ from ._modeflow import (  # noqa: F401
     set_ps_context,
     set_recursion_limit,
 )
+from . import _indexing
 from . import context, device_context, models, nn, onnx, ops, runtime  # noqa: F401
 from .jit import JitConfig, jit  # noqa: F401
+
+# Indexing is written in Python over the registry's ops (so GRAPH mode traces it): _indexing.py.
+Tensor.__getitem__ = _indexing.getitem
+Tensor.__setitem__ = _indexing.setitem
+Tensor.__iter__ = _indexing.iterate
 
 __version__ = "0.1.0"

@@ -1,6 +1,10 @@
 #include "engine/nn/layers.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <string>
+#include <utility>
 
 namespace mf::nn {
 namespace {
@@ -11,7 +15,69 @@ Tensor init_weight(const Shape& shape, int64_t fan_in, uint64_t seed) {
   return Tensor::uniform(shape, -bound, bound, seed);
 }
 
+// One spatial dimension under PadMode::kSame: the padding (before, after) that makes the output
+// ceil(in / stride), the odd cell after, as MindSpore splits it.
+std::pair<int64_t, int64_t> same_padding(int64_t in, int64_t kernel, int64_t stride,
+                                         int64_t dilation) {
+  const int64_t out = (in + stride - 1) / stride;
+  const int64_t span = (kernel - 1) * dilation + 1;
+  const int64_t total = std::max<int64_t>((out - 1) * stride + span - in, 0);
+  return {total / 2, total - total / 2};
+}
+
+// The conv/pool op's padding attribute for a call on x: [h, w] when both sides of each dimension
+// are equal (the attribute an explicit padding gives, so kernels and dumps do not tell them
+// apart), else [top, bottom, left, right].
+std::vector<int64_t> op_padding(std::string_view layer, PadMode mode, int64_t padding,
+                                const Tensor& x, int64_t kernel, int64_t stride, int64_t dilation) {
+  switch (mode) {
+    case PadMode::kPad:
+      return {padding, padding};
+    case PadMode::kValid:
+      return {0, 0};
+    case PadMode::kSame:
+      break;
+  }
+  MF_CHECK(x.shape().size() == 4, InvalidArgument, layer,
+           " with pad_mode 'same' expects an NCHW input (rank 4), got ",
+           ir::shape_to_string(x.shape()));
+  const auto [top, bottom] = same_padding(x.shape()[2], kernel, stride, dilation);
+  const auto [left, right] = same_padding(x.shape()[3], kernel, stride, dilation);
+  if (top == bottom && left == right) return {top, left};
+  return {top, bottom, left, right};
+}
+
+void check_padding(std::string_view layer, PadMode mode, int64_t padding) {
+  MF_CHECK(padding >= 0, InvalidArgument, layer, ": padding must be >= 0, got ", padding);
+  MF_CHECK(mode == PadMode::kPad || padding == 0, InvalidArgument, layer,
+           ": padding must be 0 when pad_mode is not 'pad', got padding ", padding,
+           " with pad_mode '", pad_mode_name(mode), "'");
+}
+
 }  // namespace
+
+PadMode parse_pad_mode(std::string_view text, std::string_view layer) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (lower == "pad") return PadMode::kPad;
+  if (lower == "valid") return PadMode::kValid;
+  if (lower == "same") return PadMode::kSame;
+  MF_FAIL(InvalidArgument, layer, ": pad_mode must be one of 'same', 'valid', 'pad', got '", text,
+          "'");
+}
+
+std::string_view pad_mode_name(PadMode mode) {
+  switch (mode) {
+    case PadMode::kPad:
+      return "pad";
+    case PadMode::kValid:
+      return "valid";
+    case PadMode::kSame:
+      return "same";
+  }
+  return "unknown";
+}
 
 Dense::Dense(int64_t in_features, int64_t out_features, uint64_t seed, bool has_bias)
     : Cell("Dense"),
@@ -48,6 +114,10 @@ Conv2d::Conv2d(const Conv2dConfig& config, uint64_t seed)
                config.out_channels % config.groups == 0,
            InvalidArgument, "Conv2d: in_channels ", config.in_channels, " and out_channels ",
            config.out_channels, " must both divide by groups ", config.groups);
+  MF_CHECK(config.kernel_size >= 1 && config.stride >= 1 && config.dilation >= 1, InvalidArgument,
+           "Conv2d: kernel_size ", config.kernel_size, ", stride ", config.stride, " and dilation ",
+           config.dilation, " must be >= 1");
+  check_padding("Conv2d", config.pad_mode, config.padding);
   if (config.has_bias) {
     bias_ = &register_parameter(
         "bias", init_weight({config.out_channels}, config.in_channels, seed ^ 0xB1A5));
@@ -57,7 +127,8 @@ Conv2d::Conv2d(const Conv2dConfig& config, uint64_t seed)
 Tensor Conv2d::forward(const Tensor& x) {
   ops::Conv2dOptions options;
   options.stride = {config_.stride, config_.stride};
-  options.padding = {config_.padding, config_.padding};
+  options.padding = op_padding("Conv2d", config_.pad_mode, config_.padding, x, config_.kernel_size,
+                               config_.stride, config_.dilation);
   options.dilation = {config_.dilation, config_.dilation};
   options.groups = config_.groups;
   Tensor y = ops::conv2d(x, weight_, options);
@@ -65,10 +136,22 @@ Tensor Conv2d::forward(const Tensor& x) {
   return y;
 }
 
+MaxPool2d::MaxPool2d(int64_t kernel_size, int64_t stride, PadMode pad_mode, int64_t padding)
+    : Cell("MaxPool2d"),
+      kernel_(kernel_size),
+      stride_(stride),
+      pad_mode_(pad_mode),
+      padding_(padding) {
+  MF_CHECK(kernel_size >= 1 && stride >= 1, InvalidArgument, "MaxPool2d: kernel_size ", kernel_size,
+           " and stride ", stride, " must be >= 1");
+  check_padding("MaxPool2d", pad_mode, padding);
+}
+
 Tensor MaxPool2d::forward(const Tensor& x) {
   ops::Pool2dOptions options;
   options.kernel_size = {kernel_, kernel_};
   options.stride = {stride_, stride_};
+  options.padding = op_padding("MaxPool2d", pad_mode_, padding_, x, kernel_, stride_, 1);
   return ops::max_pool2d(x, options);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "engine/nn/cell.h"
@@ -23,13 +24,27 @@ class Dense : public Cell {
   Tensor* bias_ = nullptr;
 };
 
+// How Conv2d and MaxPool2d pad their input (MindSpore's pad_mode). kPad: `padding` on every side.
+// kValid: none. kSame: the output is ceil(input / stride) in each spatial dimension; the total
+// padding is split top = total / 2, bottom = the rest (left and right alike), computed from the
+// input's size at each call.
+enum class PadMode { kPad, kValid, kSame };
+
+// "pad", "valid", "same" (MindSpore's spellings, case-insensitive); throws InvalidArgument naming
+// the three for anything else.
+PadMode parse_pad_mode(std::string_view text, std::string_view layer);
+std::string_view pad_mode_name(PadMode mode);
+
 struct Conv2dConfig {
   int64_t in_channels = 1, out_channels = 1, kernel_size = 3;
   int64_t stride = 1, padding = 0, dilation = 1, groups = 1;
   bool has_bias = true;
+  PadMode pad_mode = PadMode::kPad;  // kValid and kSame need padding 0
 };
 class Conv2d : public Cell {
  public:
+  // Throws InvalidArgument for groups that do not divide the channels, or a padding other than 0
+  // with a pad_mode other than kPad (as MindSpore).
   Conv2d(const Conv2dConfig& config, uint64_t seed);
   Tensor forward(const Tensor& x) override;
 
@@ -54,14 +69,18 @@ class GELU : public Cell {
   bool tanh_;
 };
 
+// MindSpore's default pad_mode here is kValid; kPad with a padding smaller than the kernel (padded
+// cells never win). Throws InvalidArgument for a padding other than 0 with kValid or kSame.
 class MaxPool2d : public Cell {
  public:
-  MaxPool2d(int64_t kernel_size, int64_t stride)
-      : Cell("MaxPool2d"), kernel_(kernel_size), stride_(stride) {}
+  MaxPool2d(int64_t kernel_size, int64_t stride, PadMode pad_mode = PadMode::kValid,
+            int64_t padding = 0);
   Tensor forward(const Tensor& x) override;
 
  private:
   int64_t kernel_, stride_;
+  PadMode pad_mode_;
+  int64_t padding_;
 };
 
 class Flatten : public Cell {

@@ -82,6 +82,43 @@ TEST_F(LayersTest, Conv2dWithPaddingAndBiasMatchesNaiveConvolution) {
   expect_close(conv(x).to_doubles(), want, 1e-5);
 }
 
+// Padding from the input's size: 'same' makes the output ceil(in / stride) with the odd cell at
+// the bottom/right (7x8, kernel 3, stride 2: rows 1 + 1, columns 0 + 1), 'valid' pads nothing.
+TEST_F(LayersTest, Conv2dAndMaxPoolPadModes) {
+  const Tensor x = Tensor::randn({1, 2, 7, 8}, 3);
+  nn::Conv2dConfig config{.in_channels = 2, .out_channels = 3, .kernel_size = 3, .stride = 2};
+  config.pad_mode = nn::PadMode::kSame;
+  nn::Conv2d same(config, 1);
+  const Tensor weight = same.named_parameters().at(0).second;
+  ops::Conv2dOptions explicit_padding;
+  explicit_padding.stride = {2, 2};
+  explicit_padding.padding = {1, 1, 0, 1};
+  const Tensor y = same(x);
+  EXPECT_EQ(y.shape(), (Shape{1, 3, 4, 4}));
+  const Tensor bias = same.named_parameters().at(1).second;
+  EXPECT_EQ(y.to_vector<float>(),
+            ops::bias_add(ops::conv2d(x, weight, explicit_padding), bias, 1).to_vector<float>());
+  config.pad_mode = nn::PadMode::kValid;
+  EXPECT_EQ(nn::Conv2d(config, 1)(x).shape(), (Shape{1, 3, 3, 3}));
+  config.padding = 1;
+  try {
+    nn::Conv2d bad(config, 1);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "Conv2d: padding must be 0 when pad_mode is not 'pad', got padding 1 with "
+                  "pad_mode 'valid'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(nn::parse_pad_mode("SAME", "Conv2d"), nn::PadMode::kSame);
+  EXPECT_THROW(nn::parse_pad_mode("full", "Conv2d"), Error);
+  EXPECT_EQ(nn::MaxPool2d(2, 2, nn::PadMode::kSame)(Tensor::randn({1, 1, 5, 5}, 1)).shape(),
+            (Shape{1, 1, 3, 3}));
+  EXPECT_EQ(nn::MaxPool2d(2, 2)(Tensor::randn({1, 1, 5, 5}, 1)).shape(), (Shape{1, 1, 2, 2}));
+  EXPECT_THROW(nn::MaxPool2d(2, 2, nn::PadMode::kSame, 1), Error);
+}
+
 TEST_F(LayersTest, LayerNormNormalizesEachRow) {
   nn::LayerNorm norm(8);
   Tensor x = Tensor::randn({3, 8}, 4);

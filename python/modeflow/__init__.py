@@ -34,7 +34,7 @@ from ._modeflow import (  # noqa: F401
     set_recursion_limit,
 )
 from . import _indexing
-from . import context, device_context, models, nn, onnx, ops, runtime  # noqa: F401
+from . import common, context, device_context, models, nn, onnx, ops, runtime  # noqa: F401
 from .jit import JitConfig, jit  # noqa: F401
 
 # Indexing is written in Python over the registry's ops (so GRAPH mode traces it): _indexing.py.

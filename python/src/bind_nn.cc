@@ -288,29 +288,84 @@ void bind_cell(py::module_& nn_module) {
       .def("clear_compiled", &nn::Cell::clear_compiled);
 }
 
+// weight_init / bias_init (MindSpore's): None keeps the engine's values drawn from the seed
+// (MindSpore's default distributions: HeUniform(sqrt(5)) for the weight, uniform within
+// 1/sqrt(fan_in) for the bias); anything else is made at the parameter's shape by
+// modeflow.common.initializer, drawn with numpy from (seed, stream). A bias_init without a bias is
+// ignored, as in MindSpore.
+void initialize_parameter(nn::Cell& cell, const char* layer, const std::string& name,
+                          py::handle init, uint64_t seed, int stream) {
+  if (init.is_none()) return;
+  const std::optional<Tensor> current = own_parameter(cell, name);
+  if (!current) return;
+  const py::tuple shape(py::cast(std::vector<int64_t>(current->shape())));
+  py::object value = py::module_::import("modeflow.common.initializer")
+                         .attr("_parameter_value")(init, shape, seed, stream, layer, name);
+  cell.set_parameter(name, value.cast<Tensor>());
+}
+
 void bind_layers(py::module_& m) {
   using py::arg;
+  // MindSpore's signatures: Dense(in_channels, out_channels, weight_init=None, bias_init=None,
+  // has_bias=True, activation=None); Conv2d(..., stride=1, pad_mode='same', padding=0,
+  // dilation=1, group=1, has_bias=False, weight_init=None, bias_init=None);
+  // MaxPool2d(kernel_size=1, stride=1, pad_mode='valid', padding=0). seed= is modeflow's: the
+  // engine's generator.
   py::class_<nn::Dense, nn::Cell, std::shared_ptr<nn::Dense>>(m, "Dense")
-      .def(py::init([](int64_t in, int64_t out, bool has_bias, uint64_t seed) {
-             return std::make_shared<nn::Dense>(in, out, seed, has_bias);
+      .def(py::init([](int64_t in, int64_t out, py::object weight_init, py::object bias_init,
+                       bool has_bias, py::object activation, uint64_t seed) {
+             if (!activation.is_none()) {
+               const std::string message =
+                   "For 'Dense', activation is not supported by modeflow (got " +
+                   py::repr(activation).cast<std::string>() +
+                   "); apply it after the layer: ms.ops.relu(dense(x)), or an nn.ReLU() cell";
+               PyErr_SetString(PyExc_NotImplementedError, message.c_str());
+               throw py::error_already_set();
+             }
+             auto dense = std::make_shared<nn::Dense>(in, out, seed, has_bias);
+             initialize_parameter(*dense, "Dense", "weight", weight_init, seed, 0);
+             initialize_parameter(*dense, "Dense", "bias", bias_init, seed, 1);
+             return dense;
            }),
-           arg("in_channels"), arg("out_channels"), arg("has_bias") = true, py::kw_only(),
-           arg("seed") = 0);
-  py::class_<nn::Conv2d, nn::Cell, std::shared_ptr<nn::Conv2d>>(m, "Conv2d")
-      .def(py::init([](int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding,
-                       int64_t dilation, int64_t group, bool has_bias, uint64_t seed) {
-             return std::make_shared<nn::Conv2d>(
-                 nn::Conv2dConfig{in, out, kernel, stride, padding, dilation, group, has_bias},
-                 seed);
-           }),
-           arg("in_channels"), arg("out_channels"), arg("kernel_size"), arg("stride") = 1,
-           arg("padding") = 0, arg("dilation") = 1, arg("group") = 1, arg("has_bias") = true,
+           arg("in_channels"), arg("out_channels"), arg("weight_init") = py::none(),
+           arg("bias_init") = py::none(), arg("has_bias") = true, arg("activation") = py::none(),
            py::kw_only(), arg("seed") = 0);
+  py::class_<nn::Conv2d, nn::Cell, std::shared_ptr<nn::Conv2d>>(m, "Conv2d")
+      .def(
+          py::init([](int64_t in, int64_t out, int64_t kernel, int64_t stride,
+                      const std::string& pad_mode, int64_t padding, int64_t dilation, int64_t group,
+                      bool has_bias, py::object weight_init, py::object bias_init, uint64_t seed) {
+            const nn::Conv2dConfig config{
+                .in_channels = in,
+                .out_channels = out,
+                .kernel_size = kernel,
+                .stride = stride,
+                .padding = padding,
+                .dilation = dilation,
+                .groups = group,
+                .has_bias = has_bias,
+                .pad_mode = nn::parse_pad_mode(pad_mode, "Conv2d"),
+            };
+            auto conv = std::make_shared<nn::Conv2d>(config, seed);
+            initialize_parameter(*conv, "Conv2d", "weight", weight_init, seed, 0);
+            initialize_parameter(*conv, "Conv2d", "bias", bias_init, seed, 1);
+            return conv;
+          }),
+          arg("in_channels"), arg("out_channels"), arg("kernel_size"), arg("stride") = 1,
+          arg("pad_mode") = "same", arg("padding") = 0, arg("dilation") = 1, arg("group") = 1,
+          arg("has_bias") = false, arg("weight_init") = py::none(), arg("bias_init") = py::none(),
+          py::kw_only(), arg("seed") = 0);
   py::class_<nn::ReLU, nn::Cell, std::shared_ptr<nn::ReLU>>(m, "ReLU").def(py::init<>());
   py::class_<nn::GELU, nn::Cell, std::shared_ptr<nn::GELU>>(m, "GELU").def(
       py::init<bool>(), arg("approximate") = true);
   py::class_<nn::MaxPool2d, nn::Cell, std::shared_ptr<nn::MaxPool2d>>(m, "MaxPool2d")
-      .def(py::init<int64_t, int64_t>(), arg("kernel_size") = 1, arg("stride") = 1);
+      .def(py::init(
+               [](int64_t kernel, int64_t stride, const std::string& pad_mode, int64_t padding) {
+                 return std::make_shared<nn::MaxPool2d>(
+                     kernel, stride, nn::parse_pad_mode(pad_mode, "MaxPool2d"), padding);
+               }),
+           arg("kernel_size") = 1, arg("stride") = 1, arg("pad_mode") = "valid",
+           arg("padding") = 0);
   py::class_<nn::Flatten, nn::Cell, std::shared_ptr<nn::Flatten>>(m, "Flatten").def(py::init<>());
   py::class_<nn::LayerNorm, nn::Cell, std::shared_ptr<nn::LayerNorm>>(m, "LayerNorm")
       .def(py::init([](py::object shape, double epsilon) {

@@ -21,12 +21,15 @@ class Mlp(nn.Cell):
 class Cnn(nn.Cell):
     def __init__(self, seed):
         super().__init__()
-        self.conv1 = nn.Conv2d(3, 32, 3, padding=1, seed=seed * 64 + 1)
+        self.conv1 = nn.Conv2d(3, 32, 3, pad_mode="pad", padding=1, has_bias=True,
+                               seed=seed * 64 + 1)
         self.relu1 = nn.ReLU()
-        self.conv2 = nn.Conv2d(32, 32, 3, padding=1, seed=seed * 64 + 2)
+        self.conv2 = nn.Conv2d(32, 32, 3, pad_mode="pad", padding=1, has_bias=True,
+                               seed=seed * 64 + 2)
         self.relu2 = nn.ReLU()
         self.pool1 = nn.MaxPool2d(2, 2)
-        self.conv3 = nn.Conv2d(32, 64, 3, padding=1, seed=seed * 64 + 3)
+        self.conv3 = nn.Conv2d(32, 64, 3, pad_mode="pad", padding=1, has_bias=True,
+                               seed=seed * 64 + 3)
         self.relu3 = nn.ReLU()
         self.pool2 = nn.MaxPool2d(2, 2)
         self.flatten = nn.Flatten()

@@ -79,6 +79,9 @@ struct Policy {
   Decision<bool> precompile_only;
   // Execution.
   Decision<bool> pynative_synchronize;
+  // Asynchronous PYNATIVE ops handed to a queue thread (true), or run on the calling thread with
+  // their errors still reported at the next sync point (false: no core left for that thread).
+  Decision<bool> pynative_queue_thread;
   Decision<int> intra_op_threads;      // min(runtime_num_threads, cores); 0 -> cores
   Decision<int> inter_op_parallelism;  // nodes that may run at once
   Decision<bool> deterministic;

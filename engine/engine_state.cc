@@ -30,6 +30,7 @@ void apply_to_runtime(const context::Policy& policy) {
   runtime::default_pool().configure(pool);
   auto& executor = runtime::default_eager_executor();
   executor.set_synchronous(policy.pynative_synchronize.value);
+  executor.set_run_on_caller(!policy.pynative_queue_thread.value);
   executor.set_intra_op_threads(policy.intra_op_threads.value);
   if (policy.mode.value == context::ExecutionMode::kPynative && policy.dump_level.value > 0) {
     // As MindSpore: PYNATIVE_MODE compiles only what is jit-compiled, so only that is dumped.

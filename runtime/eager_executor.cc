@@ -181,6 +181,29 @@ uint64_t EagerExecutor::submit(std::function<void()> task, TaskInfo info) {
   MF_CHECK(task != nullptr, InvalidArgument, "cannot submit an empty task for op '", info.op_name,
            "'");
   std::unique_lock<std::mutex> lock(mutex_);
+  if (!synchronous_ && run_on_caller_) {
+    // Nothing is ever queued in this mode (set_run_on_caller drained the queue), so running now
+    // keeps submission order. A task that submits runs its inner task inline too (recursive lock).
+    lock.unlock();
+    std::lock_guard<std::recursive_mutex> inline_lock(inline_mutex_);
+    lock.lock();
+    const uint64_t seq = ++last_seq_;
+    if (!dropped_locked(seq)) {
+      const int threads = threads_;
+      lock.unlock();
+      std::optional<Error> failure = run(task, info, threads, /*asynchronous=*/true);
+      task = nullptr;
+      lock.lock();
+      if (failure) {
+        failures_.push_back(
+            Failure{seq, kOpen, std::make_shared<const Error>(std::move(*failure))});
+        has_pending_ = true;
+      }
+    }
+    finished_ = std::max(finished_, seq);
+    progress_.notify_all();
+    return seq;
+  }
   if (!synchronous_) {
     // Backpressure: a caller far ahead of the worker would keep alive the inputs of every queued
     // op (values it has itself let go of), so it waits while kMaxQueued are queued, until
@@ -316,6 +339,18 @@ void EagerExecutor::set_synchronous(bool synchronous) {
 bool EagerExecutor::synchronous() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return synchronous_;
+}
+
+void EagerExecutor::set_run_on_caller(bool run_on_caller) {
+  check_not_worker("set_run_on_caller()");
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_drained_locked(lock);
+  run_on_caller_ = run_on_caller;
+}
+
+bool EagerExecutor::run_on_caller() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return run_on_caller_;
 }
 
 void EagerExecutor::set_intra_op_threads(int threads) {

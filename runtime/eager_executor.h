@@ -91,6 +91,13 @@ class EagerExecutor {
   // not throw: a captured error stays pending for the next sync point.
   void set_synchronous(bool synchronous);
   bool synchronous() const;
+  // Asynchronous mode without the queue thread: each task runs on the submitting thread before
+  // submit() returns, yet keeps the asynchronous contract for errors (captured, reported at the
+  // next sync point, later tasks dropped). For when the kernels' threads take every core: a queue
+  // thread beside them only takes cores from them (engine_state.cc, the policy's reason). Drains
+  // the queue first.
+  void set_run_on_caller(bool run_on_caller);
+  bool run_on_caller() const;
 
   // The intra-op thread count each later task runs with (>= 1; 0 = the cores).
   void set_intra_op_threads(int threads);
@@ -133,6 +140,7 @@ class EagerExecutor {
   bool has_pending_ = false;       // failures_.back() is captured but not yet reported
   std::vector<Failure> failures_;
   bool synchronous_;
+  bool run_on_caller_ = false;
   int threads_;
   bool stop_ = false;
   // Synchronous tasks from several threads still run one at a time, in order; recursive so a task

@@ -192,6 +192,23 @@ TEST_F(ContextTest, ThreadsInEffect) {
   EXPECT_GE(derive_policy(snapshot()).intra_op_threads.value, 1);  // the real machine
 }
 
+// A queue thread for asynchronous PYNATIVE ops only where the intra-op threads leave a core idle.
+TEST_F(ContextTest, QueueThreadOnlyBesideAnIdleCore) {
+  Policy p = policy_with(Json::object(), {}, 4);  // default: every core
+  EXPECT_FALSE(p.pynative_synchronize.value);
+  EXPECT_FALSE(p.pynative_queue_thread.value);
+  EXPECT_THAT(p.pynative_queue_thread.reason, HasSubstr("take every core (4 of 4)"));
+  EXPECT_THAT(p.pynative_queue_thread.reason, HasSubstr("still surface at the next sync point"));
+  p = policy_with({{"runtime_num_threads", 3}}, {}, 4);
+  EXPECT_TRUE(p.pynative_queue_thread.value);
+  EXPECT_THAT(p.pynative_queue_thread.reason, HasSubstr("3 intra-op threads of 4 cores"));
+  p = policy_with({{"runtime_num_threads", 1}, {"pynative_synchronize", true}}, {}, 4);
+  EXPECT_FALSE(p.pynative_queue_thread.value);
+  EXPECT_THAT(p.pynative_queue_thread.reason, HasSubstr("pynative_synchronize=true"));
+  p = policy_with({{"runtime_num_threads", 1}}, {}, 1);
+  EXPECT_FALSE(p.pynative_queue_thread.value);
+}
+
 TEST_F(ContextTest, MemoryDecisions) {
   Policy p = policy_with({{"max_device_memory", "2GB"},
                           {"mempool_block_size", "1GB"},

@@ -130,6 +130,62 @@ TEST(EagerExecutor, AsyncErrorSurfacesAtSyncAndDropsTheTasksBehindIt) {
   EXPECT_NO_THROW(executor.wait_for(1));
 }
 
+// Without the queue thread (the intra-op threads take every core): each task runs on the caller
+// before submit() returns, yet an error keeps the asynchronous contract: nothing is thrown at the
+// call, the tasks behind it are dropped, and the next sync point reports it.
+TEST(EagerExecutor, RunOnCallerRunsAtSubmitAndStillDefersErrors) {
+  EagerExecutor executor(async_options());
+  executor.set_run_on_caller(true);
+  EXPECT_TRUE(executor.run_on_caller());
+  std::thread::id ran_on;
+  const uint64_t first =
+      executor.submit([&] { ran_on = std::this_thread::get_id(); }, TaskInfo::at("add"));
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  EXPECT_TRUE(executor.is_done(first));
+  const uint64_t failing =
+      executor.submit([] { MF_FAIL(InvalidArgument, "shapes [2,3] and [4] do not broadcast"); },
+                      TaskInfo::at("add"));
+  std::atomic<int> behind{0};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NO_THROW(executor.submit([&] { ++behind; }, TaskInfo::at("relu")));
+  }
+  EXPECT_EQ(behind.load(), 0) << "tasks behind a failure are dropped";
+  try {
+    executor.sync();
+    FAIL() << "expected the captured error at sync()";
+  } catch (const Error& error) {
+    EXPECT_THAT(error.what(), HasSubstr("do not broadcast"));
+    EXPECT_THAT(error.what(), HasSubstr("pynative_synchronize=true"));
+  }
+  EXPECT_THROW(executor.wait_for(failing), Error);
+  executor.submit([&] { ++behind; }, TaskInfo::at("relu"));
+  EXPECT_EQ(behind.load(), 1) << "usable again once reported";
+  // A task that submits runs its inner task inline, in order.
+  std::vector<int> order;
+  executor.submit(
+      [&] {
+        order.push_back(1);
+        executor.submit([&] { order.push_back(2); }, TaskInfo::at("inner"));
+        order.push_back(3);
+      },
+      TaskInfo::at("outer"));
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+  // Back to the queue thread: submit returns before a gated task runs.
+  executor.set_run_on_caller(false);
+  std::latch gate(1);
+  std::atomic<bool> ran{false};
+  executor.submit(
+      [&] {
+        gate.wait();
+        ran = true;
+      },
+      TaskInfo::at("add"));
+  EXPECT_FALSE(ran.load());
+  gate.count_down();
+  executor.sync();
+  EXPECT_TRUE(ran.load());
+}
+
 TEST(EagerExecutor, WaitForWaitsOnlyForItsTask) {
   EagerExecutor executor(async_options());
   std::latch gate(1);

@@ -35,21 +35,26 @@ std::string this_file_line(const std::source_location& where) {
   return std::string(where.file_name()) + ":" + std::to_string(where.line());
 }
 
-TEST(EagerExecutor, AsyncSubmitReturnsBeforeTheTaskRuns) {
-  EagerExecutor executor(async_options());
+// Submits a task that waits for a gate: submit must return before it runs (on the queue thread).
+void expect_submit_returns_before_the_task_runs(EagerExecutor& executor) {
   std::latch gate(1);
   std::atomic<bool> ran{false};
-  executor.submit(
+  const uint64_t seq = executor.submit(
       [&] {
         gate.wait();
         ran = true;
       },
       TaskInfo::at("add"));
   EXPECT_FALSE(ran.load());  // the task cannot finish before the gate opens
-  EXPECT_FALSE(executor.is_done(1));
+  EXPECT_FALSE(executor.is_done(seq));
   gate.count_down();
   executor.sync();
   EXPECT_TRUE(ran.load());
+}
+
+TEST(EagerExecutor, AsyncSubmitReturnsBeforeTheTaskRuns) {
+  EagerExecutor executor(async_options());
+  expect_submit_returns_before_the_task_runs(executor);
 }
 
 TEST(EagerExecutor, RunsInSubmissionOrderOnOneWorker) {
@@ -170,20 +175,8 @@ TEST(EagerExecutor, RunOnCallerRunsAtSubmitAndStillDefersErrors) {
       },
       TaskInfo::at("outer"));
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
-  // Back to the queue thread: submit returns before a gated task runs.
-  executor.set_run_on_caller(false);
-  std::latch gate(1);
-  std::atomic<bool> ran{false};
-  executor.submit(
-      [&] {
-        gate.wait();
-        ran = true;
-      },
-      TaskInfo::at("add"));
-  EXPECT_FALSE(ran.load());
-  gate.count_down();
-  executor.sync();
-  EXPECT_TRUE(ran.load());
+  executor.set_run_on_caller(false);  // back to the queue thread
+  expect_submit_returns_before_the_task_runs(executor);
 }
 
 TEST(EagerExecutor, WaitForWaitsOnlyForItsTask) {

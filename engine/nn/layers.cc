@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <string>
 #include <utility>
+
+#include "ir/shape.h"
 
 namespace mf::nn {
 namespace {
@@ -17,11 +21,17 @@ Tensor init_weight(const Shape& shape, int64_t fan_in, uint64_t seed) {
 
 // One spatial dimension under PadMode::kSame: the padding (before, after) that makes the output
 // ceil(in / stride), the odd cell after, as MindSpore splits it.
-std::pair<int64_t, int64_t> same_padding(int64_t in, int64_t kernel, int64_t stride,
-                                         int64_t dilation) {
-  const int64_t out = (in + stride - 1) / stride;
-  const int64_t span = (kernel - 1) * dilation + 1;
-  const int64_t total = std::max<int64_t>((out - 1) * stride + span - in, 0);
+// Kernel, stride and dilation come from the user: the window's span is checked before it is used,
+// and nothing else can overflow ((out - 1) * stride < in).
+std::pair<int64_t, int64_t> same_padding(std::string_view layer, int64_t in, int64_t kernel,
+                                         int64_t stride, int64_t dilation) {
+  const int64_t out = in / stride + (in % stride != 0 ? 1 : 0);
+  const std::optional<int64_t> dilated = ir::checked_mul(kernel - 1, dilation);
+  MF_CHECK(dilated && *dilated < std::numeric_limits<int64_t>::max(), InvalidArgument, layer,
+           ": kernel_size ", kernel, " with dilation ", dilation,
+           " spans more elements than a tensor can hold; use smaller values");
+  const int64_t span = *dilated + 1;
+  const int64_t total = std::max<int64_t>(span - (in - (out - 1) * stride), 0);
   return {total / 2, total - total / 2};
 }
 
@@ -41,8 +51,8 @@ std::vector<int64_t> op_padding(std::string_view layer, PadMode mode, int64_t pa
   MF_CHECK(x.shape().size() == 4, InvalidArgument, layer,
            " with pad_mode 'same' expects an NCHW input (rank 4), got ",
            ir::shape_to_string(x.shape()));
-  const auto [top, bottom] = same_padding(x.shape()[2], kernel, stride, dilation);
-  const auto [left, right] = same_padding(x.shape()[3], kernel, stride, dilation);
+  const auto [top, bottom] = same_padding(layer, x.shape()[2], kernel, stride, dilation);
+  const auto [left, right] = same_padding(layer, x.shape()[3], kernel, stride, dilation);
   if (top == bottom && left == right) return {top, left};
   return {top, bottom, left, right};
 }

@@ -112,7 +112,29 @@ TEST_F(LayersTest, Conv2dAndMaxPoolPadModes) {
         << e.what();
   }
   EXPECT_EQ(nn::parse_pad_mode("SAME", "Conv2d"), nn::PadMode::kSame);
-  EXPECT_THROW(nn::parse_pad_mode("full", "Conv2d"), Error);
+  try {
+    nn::parse_pad_mode("full", "Conv2d");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "Conv2d: pad_mode must be one of 'same', 'valid', 'pad', got 'full'"),
+              std::string::npos)
+        << e.what();
+  }
+  // A window span past int64 under 'same' is refused before any padding is computed from it.
+  nn::Conv2dConfig huge{.in_channels = 1, .out_channels = 1, .kernel_size = 3};
+  huge.dilation = int64_t{1} << 62;
+  huge.pad_mode = nn::PadMode::kSame;
+  try {
+    nn::Conv2d(huge, 1)(Tensor::randn({1, 1, 5, 5}, 1));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("Conv2d: kernel_size 3 with dilation 4611686018427387904 "
+                                         "spans more elements than a tensor can hold"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_EQ(nn::MaxPool2d(2, 2, nn::PadMode::kSame)(Tensor::randn({1, 1, 5, 5}, 1)).shape(),
             (Shape{1, 1, 3, 3}));
   EXPECT_EQ(nn::MaxPool2d(2, 2)(Tensor::randn({1, 1, 5, 5}, 1)).shape(), (Shape{1, 1, 2, 2}));

@@ -3,6 +3,8 @@
 // GFLOP/s, next to this machine's FMA peak (a tight AVX-512 FMA loop per thread), so each figure
 // reads as a fraction of peak:
 //   flock /work/.build.lock build/benchmarks/dnnl_kernels_bench --benchmark_min_time=0.3
+// BM_ConvColdWeights compares the packed-weights convolution with oneDNN's on the shapes it takes,
+// its weights coming from memory as in a network.
 // The second argument of every case is the intra-op thread count (runtime_num_threads).
 // BM_ConvThenRelu times a conv followed by an elementwise op back to back: both run on the one
 // OpenMP team (runtime/parallel.cc; a TBB arena beside it used to fight it for the cores).
@@ -10,6 +12,7 @@
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -104,6 +107,68 @@ void BM_Conv(benchmark::State& state) {
 }
 BENCHMARK(BM_Conv)
     ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kConvs) - 1, 1), {1, 2}})
+    ->Unit(benchmark::kMicrosecond);
+
+// The convolutions the packed-weights kernel takes (runtime/ops/packed_conv.cc), channels-last,
+// with their weights coming from memory as in a network: each iteration uses the next of enough
+// weight copies (each kept in its kernel's layout under its own content identity, as a network's
+// are) that 40 MB of other weights pass between two uses of one. Third argument: 0 = the kernel
+// conv2d picks, 1 = oneDNN forced (brgconv).
+const ConvShape kColdConvs[] = {
+    {"3x3_512to512_7", 512, 7, 512, 3, 1, 1, 1},
+    {"3x3s2_256to512_14", 256, 14, 512, 3, 2, 1, 1},
+    {"1x1s2_256to512_14", 256, 14, 512, 1, 2, 0, 1},
+    {"3x3_256to256_14", 256, 14, 256, 3, 1, 1, 1},
+    {"3x3s2_128to256_28", 128, 28, 256, 3, 2, 1, 1},
+    {"1x1_320to1280_7", 320, 7, 1280, 1, 1, 0, 1},
+    {"1x1_960to160_7", 960, 7, 160, 1, 1, 0, 1},
+    {"1x1_96to576_14", 96, 14, 576, 1, 1, 0, 1},
+    {"1x1_512to1000_13", 512, 13, 1000, 1, 1, 0, 1},
+};
+
+void BM_ConvColdWeights(benchmark::State& state) {
+  const ConvShape& s = kColdConvs[state.range(0)];
+  const bool onednn = state.range(2) == 1;
+  state.SetLabel(std::string(s.label) + (onednn ? " onednn" : " picked"));
+  const int64_t out = (s.h + 2 * s.pad - s.k) / s.stride + 1;
+  const double flops = 2.0 * s.o * out * out * s.c * s.k * s.k;
+  const ir::OpDef& op = ir::get_op("conv2d");
+  ir::Attrs attrs = {{"stride", std::vector<int64_t>{s.stride, s.stride}},
+                     {"padding", std::vector<int64_t>{s.pad, s.pad}},
+                     {"dilation", std::vector<int64_t>{1, 1}},
+                     {"groups", int64_t{1}},
+                     {"data_format", std::string("NHWC")}};
+  Buffer x({1, s.h, s.h, s.c});
+  const ir::Shape weight_shape = {s.o, s.c, s.k, s.k};
+  const int64_t weight_bytes = ir::num_elements(weight_shape) * 4;
+  const int64_t copies = std::max<int64_t>(2, 1 + (int64_t{40} << 20) / weight_bytes);
+  std::vector<Buffer> weights;
+  for (int64_t i = 0; i < copies; ++i) weights.emplace_back(weight_shape);
+  const std::vector<ir::TensorType> types = {x.type, weights[0].type};
+  Buffer y(op.infer_types(types, attrs)[0].shape);
+  using mf::runtime::dnnl_rt::ConvLayout;
+  mf::runtime::dnnl_rt::set_conv_layout(onednn ? ConvLayout::kBlocked : ConvLayout::kAuto);
+  runtime::ScopedIntraOpThreads threads(static_cast<int>(state.range(1)));
+  auto run_copy = [&](int64_t i) {
+    ir::TensorView in[] = {x.view(), weights[i].view()};
+    in[1].content_id = 0x636f6c64 + static_cast<uint64_t>(i);
+    in[1].content_version = 1;
+    const ir::TensorView out_view[] = {y.view()};
+    op.kernel(ir::KernelContext{in, out_view, attrs, op.name, false});
+  };
+  for (int64_t i = 0; i < copies; ++i) run_copy(i);  // weights into the kernel's layout, untimed
+  int64_t next = 0;
+  for (auto _ : state) {
+    run_copy(next);
+    next = (next + 1) % copies;
+    benchmark::DoNotOptimize(y.data.data());
+  }
+  mf::runtime::dnnl_rt::set_conv_layout(ConvLayout::kAuto);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ConvColdWeights)
+    ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kColdConvs) - 1, 1), {1, 2}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
 struct GemmShape {

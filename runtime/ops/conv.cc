@@ -38,6 +38,7 @@
 #include "runtime/ops/depthwise_conv.h"
 #include "runtime/ops/max_pool_nhwc.h"
 #include "runtime/ops/op_util.h"
+#include "runtime/ops/packed_conv.h"
 #include "runtime/ops/reference.h"
 #include "runtime/parallel.h"
 
@@ -591,15 +592,86 @@ void conv2d_depthwise_nchw(const ir::KernelContext& ctx) {
   const Shape& ws = ctx.inputs[1].type.shape;
   const WindowGeometry g = window_geometry(xs, conv_window(xs, ws, ctx.attrs));
   const ConvActivation a = conv_activation(ctx.attrs);
-  DepthwiseActivation activation;
-  activation.kind = a.kind == ConvActivation::Kind::kRelu   ? DepthwiseActivation::Kind::kRelu
-                    : a.kind == ConvActivation::Kind::kClip ? DepthwiseActivation::Kind::kClip
-                                                            : DepthwiseActivation::Kind::kNone;
+  DirectActivation activation;
+  activation.kind = a.kind == ConvActivation::Kind::kRelu   ? DirectActivation::Kind::kRelu
+                    : a.kind == ConvActivation::Kind::kClip ? DirectActivation::Kind::kClip
+                                                            : DirectActivation::Kind::kNone;
   activation.lo = static_cast<float>(a.lo);
   activation.hi = static_cast<float>(a.hi);
   depthwise_conv2d_nchw(ctx.inputs[0].as<float>(), ctx.inputs[1].as<float>(),
                         ctx.inputs.size() == 3 ? ctx.inputs[2].as<float>() : nullptr,
                         ctx.outputs[0].as<float>(), g, activation);
+}
+
+// The NCHW-ordered window geometry of conv2d over `in` (x in the format `attrs` name).
+WindowGeometry conv_geometry(std::span<const TensorType> in, const Attrs& attrs) {
+  const Shape xs = nchw_sizes(in[0].shape, channels_last("conv2d", attrs));
+  return window_geometry(xs, conv_window(xs, in[1].shape, attrs));
+}
+
+// A float32 convolution whose weights outweigh its output plane runs packed_conv.cc, not oneDNN:
+// see that file for why. The choice depends on the shapes only (not the format, the threads or
+// deterministic), so every mode and level runs the same kernel and gets the same bits. Forcing a
+// oneDNN layout (MF_DNNL_CONV_LAYOUT, for measuring) turns it off.
+bool runs_packed(std::span<const TensorType> in, const Attrs& attrs) {
+  if (in[0].dtype != DType::kFloat32 || in[0].shape.size() != 4 || in[1].shape.size() != 4) {
+    return false;
+  }
+  if (dnnl_rt::conv_layout() != dnnl_rt::ConvLayout::kAuto) return false;
+  return packed_conv_applies(conv_geometry(in, attrs), in[1].shape[0],
+                             ir::attr_int(attrs, "groups", "conv2d"));
+}
+
+// The state a compiled graph keeps for a packed conv2d whose weights are one of its constants.
+struct PreparedPackedConv {
+  std::shared_ptr<const PackedConvWeights> weights;
+};
+
+// Weights with a content identity packed once and kept in the reordered-weights cache (as
+// reordered_weights does for oneDNN's layouts).
+std::shared_ptr<const PackedConvWeights> cached_packed_weights(const ir::TensorView& user,
+                                                               const WindowGeometry& g,
+                                                               int64_t out_channels) {
+  dnnl_rt::PrimitiveKey key("conv2d packed weights");
+  key.add(static_cast<int64_t>(user.content_id))
+      .add(static_cast<int64_t>(user.content_version))
+      .add({out_channels, g.channels, g.kh, g.kw});
+  return dnnl_rt::reordered_weights_cache().get<PackedConvWeights>(
+      key, [&] { return pack_conv_weights(user.as<float>(), g, out_channels); },
+      static_cast<size_t>(ir::num_elements(user.type.shape)) * sizeof(float));
+}
+
+void conv2d_packed(const ir::KernelContext& ctx) {
+  const TensorType in[] = {ctx.inputs[0].type, ctx.inputs[1].type};
+  const WindowGeometry g = conv_geometry(in, ctx.attrs);
+  const int64_t out_channels = ctx.inputs[1].type.shape[0];
+  std::shared_ptr<const PackedConvWeights> weights;
+  if (const auto* prepared = static_cast<const PreparedPackedConv*>(ctx.prepared)) {
+    weights = prepared->weights;
+  } else if (ctx.inputs[1].content_id != 0) {
+    weights = cached_packed_weights(ctx.inputs[1], g, out_channels);
+  } else {
+    weights = pack_conv_weights(ctx.inputs[1].as<float>(), g, out_channels);
+  }
+  const ConvActivation a = conv_activation(ctx.attrs);
+  DirectActivation activation;
+  activation.kind = a.kind == ConvActivation::Kind::kRelu   ? DirectActivation::Kind::kRelu
+                    : a.kind == ConvActivation::Kind::kClip ? DirectActivation::Kind::kClip
+                                                            : DirectActivation::Kind::kNone;
+  activation.lo = static_cast<float>(a.lo);
+  activation.hi = static_cast<float>(a.hi);
+  const float* bias = ctx.inputs.size() == 3 ? ctx.inputs[2].as<float>() : nullptr;
+  if (channels_last("conv2d", ctx.attrs)) {
+    return packed_conv2d_nhwc(ctx.inputs[0].as<float>(), *weights, bias, ctx.outputs[0].as<float>(),
+                              g, activation);
+  }
+  // NCHW (format transform off): x transposed in and y out, as oneDNN's channels-last path does.
+  const Shape x_nchw = ctx.inputs[0].type.shape, y_nchw = ctx.outputs[0].type.shape;
+  float* x = scratch(0, static_cast<size_t>(ir::num_elements(x_nchw)) * sizeof(float));
+  float* y = scratch(2, static_cast<size_t>(ir::num_elements(y_nchw)) * sizeof(float));
+  transpose_activation(ctx.inputs[0].as<float>(), x, x_nchw, false);
+  packed_conv2d_nhwc(x, *weights, bias, y, g, activation);
+  transpose_activation(y, ctx.outputs[0].as<float>(), y_nchw, true);
 }
 
 void conv2d_kernel(const ir::KernelContext& ctx) {
@@ -615,6 +687,7 @@ void conv2d_kernel(const ir::KernelContext& ctx) {
   if (ir::num_elements(ctx.outputs[0].type.shape) == 0) return;
   const TensorType in[] = {ctx.inputs[0].type, ctx.inputs[1].type};
   if (runs_depthwise_nchw(in, ctx.attrs)) return conv2d_depthwise_nchw(ctx);
+  if (runs_packed(in, ctx.attrs)) return conv2d_packed(ctx);
   conv2d_dnnl(ctx);
 }
 
@@ -623,6 +696,15 @@ void conv2d_kernel(const ir::KernelContext& ctx) {
 dnnl_rt::Prepared prepare_conv2d(const dnnl_rt::PrepareRequest& request) {
   std::span<const TensorType> in = request.inputs;
   if (in[0].dtype != DType::kFloat32 || runs_depthwise_nchw(in, request.attrs)) return {};
+  if (runs_packed(in, request.attrs)) {
+    // Nothing to create; constant weights are packed once, here.
+    const void* weights = request.constant(1);
+    if (weights == nullptr) return {true, nullptr};
+    auto state = std::make_shared<PreparedPackedConv>();
+    state->weights = pack_conv_weights(static_cast<const float*>(weights),
+                                       conv_geometry(in, request.attrs), in[1].shape[0]);
+    return {true, std::shared_ptr<const void>(state)};
+  }
   std::shared_ptr<const DnnlConv> conv =
       dnnl_conv2d(in, request.attrs, request.threads, request.deterministic);
   if (conv->plain) dnnl_rt::warm_up_sgemm();  // at compile time, not in the first run
@@ -646,9 +728,17 @@ void reorder_conv2d_weights_ahead(std::span<const TensorType> in, const Attrs& a
                                   const ir::TensorView& weights, int threads, bool deterministic) {
   if (in.size() < 2 || in[0].dtype != DType::kFloat32 || weights.content_id == 0) return;
   if (runs_depthwise_nchw(in, attrs) || ir::num_elements(in[1].shape) == 0) return;
+  if (runs_packed(in, attrs)) {
+    cached_packed_weights(weights, conv_geometry(in, attrs), in[1].shape[0]);
+    return;
+  }
   dnnl_rt::ScopedOmpThreads omp(threads);
   const std::shared_ptr<const DnnlConv> conv = dnnl_conv2d(in, attrs, threads, deterministic);
   if (conv->weights_in) reordered_weights(*conv, conv, weights);
+}
+
+bool conv2d_runs_packed(std::span<const TensorType> in, const Attrs& attrs) {
+  return in.size() >= 2 && runs_packed(in, attrs);
 }
 
 bool conv2d_reorders_to_channels_last(std::span<const TensorType> in, const Attrs& attrs,
@@ -658,6 +748,7 @@ bool conv2d_reorders_to_channels_last(std::span<const TensorType> in, const Attr
   const Shape& ws = in[1].shape;
   const Window win = conv_window(in[0].shape, ws, attrs);
   if (in[0].shape[0] == 0 || ws[0] == 0 || win.oh == 0 || win.ow == 0) return false;  // empty y
+  if (runs_packed(in, attrs)) return true;  // its kernel reads and writes channels-last
   return use_blocked_layout(ws, win, ir::attr_int(attrs, "groups", "conv2d"), deterministic);
 }
 
@@ -803,6 +894,18 @@ const ir::OpRegistration kConv2d =
             sample({f32({1, 9, 9, 8}), f32({8, 1, 3, 3}), f32({8})},
                    activation_attrs(channels_last_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 8)),
                                     "clip", 0.0, 0.25)),
+            // Weights outweighing the plane (the packed kernel, packed_conv.cc): two panels of
+            // output channels, the second cut short, each tap's 320 channels in two blocks of k,
+            // bias, relu; NCHW, two images, stride, dilation, asymmetric padding; a 1x1 over 300
+            // channels with clip.
+            sample({f32({1, 7, 7, 320}), f32({100, 320, 3, 3}), f32({100})},
+                   activation_attrs(channels_last_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 1)),
+                                    "relu")),
+            sample({f32({2, 96, 9, 11}), f32({40, 96, 3, 3})},
+                   conv_attrs({2, 2}, {1, 0, 2, 1}, {1, 2}, 1)),
+            sample({f32({1, 5, 5, 300}), f32({180, 300, 1, 1}), f32({180})},
+                   activation_attrs(channels_last_attrs(conv_attrs({1, 1}, {0, 0}, {1, 1}, 1)),
+                                    "clip", -0.25, 0.5)),
         })
         .tolerance(1e-4)
         .doc("2-D convolution (cross-correlation) of NCHW x with OIHW weight, optional bias (O)");

@@ -17,6 +17,10 @@ namespace mf::runtime::ops {
 bool conv2d_reorders_to_channels_last(std::span<const ir::TensorType> in, const ir::Attrs& attrs,
                                       bool deterministic);
 
+// True when float32 conv2d over `in` with `attrs` runs the packed-weights kernel
+// (runtime/ops/packed_conv.h) rather than oneDNN's.
+bool conv2d_runs_packed(std::span<const ir::TensorType> in, const ir::Attrs& attrs);
+
 // Reorders `weights` (conv2d's input 1, a tensor whose content identity is set) into the layout
 // the float32 kernel for `in` and `attrs` at `threads` will want, and keeps them where its calls
 // look (the reordered-weights cache), so the first call does not pay the reorder. A no-op where

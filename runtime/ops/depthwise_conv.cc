@@ -16,13 +16,13 @@
 namespace mf::runtime::ops {
 namespace {
 
-float activate(float v, const DepthwiseActivation& a) {
+float activate(float v, const DirectActivation& a) {
   switch (a.kind) {
-    case DepthwiseActivation::Kind::kRelu:
+    case DirectActivation::Kind::kRelu:
       return std::max(v, 0.0f);
-    case DepthwiseActivation::Kind::kClip:
+    case DirectActivation::Kind::kClip:
       return std::min(std::max(v, a.lo), a.hi);
-    case DepthwiseActivation::Kind::kNone:
+    case DirectActivation::Kind::kNone:
       break;
   }
   return v;
@@ -31,7 +31,7 @@ float activate(float v, const DepthwiseActivation& a) {
 // One output element: an FMA per tap, a tap in the padding reading 0 (as the vector path's padded
 // copy does; with finite weights the same bits as skipping it, since the sum never is -0).
 float output_at(const float* x, const float* weight, float bias, const WindowGeometry& g,
-                int64_t oy, int64_t ox, const DepthwiseActivation& activation) {
+                int64_t oy, int64_t ox, const DirectActivation& activation) {
   float acc = 0.0f;
   for (int64_t ky = 0; ky < g.kh; ++ky) {
     const int64_t iy = oy * g.sh - g.top + ky * g.dh;
@@ -104,7 +104,7 @@ struct PaddedPlane {
 // lane: taps in (ky, kx) order from 0, + bias, the activation, as output_at.
 template <int J, int kStride, int kKw>
 void blocks(const PaddedPlane& padded, const float* weight, float bias, const WindowGeometry& g,
-            const int64_t* oy, const int64_t* ox, const DepthwiseActivation& activation, float* y) {
+            const int64_t* oy, const int64_t* ox, const DirectActivation& activation, float* y) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   // kKw: the window's width when known at compile time (3, mobilenet's: the loop over it
   // unrolls), else 0.
@@ -132,9 +132,9 @@ void blocks(const PaddedPlane& padded, const float* weight, float bias, const Wi
   }
   for (int j = 0; j < J; ++j) {
     __m512 v = _mm512_add_ps(acc[j], _mm512_set1_ps(bias));
-    if (activation.kind == DepthwiseActivation::Kind::kRelu) {
+    if (activation.kind == DirectActivation::Kind::kRelu) {
       v = _mm512_max_ps(v, _mm512_setzero_ps());
-    } else if (activation.kind == DepthwiseActivation::Kind::kClip) {
+    } else if (activation.kind == DirectActivation::Kind::kClip) {
       v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(activation.lo)),
                         _mm512_set1_ps(activation.hi));
     }
@@ -145,7 +145,7 @@ void blocks(const PaddedPlane& padded, const float* weight, float bias, const Wi
 
 template <int kStride, int kKw>
 void plane_blocks(const PaddedPlane& padded, const float* weight, float bias,
-                  const WindowGeometry& g, const DepthwiseActivation& activation, float* y) {
+                  const WindowGeometry& g, const DirectActivation& activation, float* y) {
   constexpr int kJ = 4;
   int64_t oy[kJ], ox[kJ];
   int count = 0;
@@ -164,8 +164,7 @@ void plane_blocks(const PaddedPlane& padded, const float* weight, float bias,
 }
 
 void convolve_plane_vectors(PaddedPlane& padded, const float* x, const float* weight, float bias,
-                            float* y, const WindowGeometry& g,
-                            const DepthwiseActivation& activation) {
+                            float* y, const WindowGeometry& g, const DirectActivation& activation) {
   padded.fill(x);
   if (g.kw == 3) {
     return g.sw == 1 ? plane_blocks<1, 3>(padded, weight, bias, g, activation, y)
@@ -177,7 +176,7 @@ void convolve_plane_vectors(PaddedPlane& padded, const float* x, const float* we
 #endif
 
 void convolve_plane_scalar(const float* x, const float* weight, float bias, float* y,
-                           const WindowGeometry& g, const DepthwiseActivation& activation) {
+                           const WindowGeometry& g, const DirectActivation& activation) {
   for (int64_t oy = 0; oy < g.oh; ++oy) {
     for (int64_t ox = 0; ox < g.ow; ++ox) {
       y[oy * g.ow + ox] = output_at(x, weight, bias, g, oy, ox, activation);
@@ -188,7 +187,7 @@ void convolve_plane_scalar(const float* x, const float* weight, float bias, floa
 }  // namespace
 
 void depthwise_conv2d_nchw(const float* x, const float* weight, const float* bias, float* y,
-                           const WindowGeometry& g, const DepthwiseActivation& activation) {
+                           const WindowGeometry& g, const DirectActivation& activation) {
   const int64_t planes = g.batch * g.channels;
   const int64_t in_plane = g.h * g.w, out_plane = g.oh * g.ow;
   // A few planes per chunk: a 7x7 plane is too little work to be a task of its own.

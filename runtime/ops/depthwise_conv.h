@@ -18,16 +18,9 @@
 
 namespace mf::runtime::ops {
 
-// What follows the bias inside the kernel: y = max(v, 0) (relu) or min(max(v, lo), hi) (clip).
-struct DepthwiseActivation {
-  enum class Kind { kNone, kRelu, kClip };
-  Kind kind = Kind::kNone;
-  float lo = 0, hi = 0;
-};
-
 // x (batch, channels, h, w), weight (channels, 1, kh, kw), bias (channels) or null, y (batch,
 // channels, oh, ow); planes in parallel on the intra-op threads.
 void depthwise_conv2d_nchw(const float* x, const float* weight, const float* bias, float* y,
-                           const WindowGeometry& g, const DepthwiseActivation& activation);
+                           const WindowGeometry& g, const DirectActivation& activation);
 
 }  // namespace mf::runtime::ops

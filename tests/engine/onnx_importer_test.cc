@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -19,18 +20,22 @@
 namespace mf {
 namespace {
 
+using context::Json;
 using onnx::ModelWriter;
 using onnx::NodeAttr;
 
 class OnnxImporterTest : public testing::EngineTest {
  protected:
   // Imports `writer`'s model and runs it in `mode` with the given inputs (ONNX names).
+  // `settings`: more context keys for the run.
   std::vector<Tensor> run(const ModelWriter& writer, const char* mode,
-                          const std::map<std::string, Tensor>& inputs) {
+                          const std::map<std::string, Tensor>& inputs,
+                          const Json& settings = Json::object()) {
     onnx::ImportedModel model = onnx::import_onnx_model_from_bytes(writer.serialize(), "test.onnx");
     std::map<std::string, Tensor> feed = model.weights;
     for (const auto& [name, t] : inputs) feed[onnx::sanitize_name(name)] = t;
     context::set({{"mode", mode}});
+    context::set(settings);
     engine::IrRunner runner(std::move(model.graph));
     std::vector<Tensor> out;
     for (auto& [name, t] : runner.run(feed, 0)) out.push_back(t);
@@ -476,6 +481,27 @@ TEST_F(OnnxImporterTest, ResnetLikeAgreesAcrossModes) {
     spread = std::max(spread, std::abs(e[i] - e[0]));
   }
   EXPECT_GT(spread, 0.0) << "the logits are all equal: the network computed nothing";
+}
+
+// Wider, so that its last stages' convolutions (64 -> 128 channels over 2x2 and 1x1 planes) run the
+// packed-weights kernel (runtime/ops/packed_conv.cc) and its first ones oneDNN's: with
+// deterministic=ON every mode and jit level gives the same bytes.
+TEST_F(OnnxImporterTest, ResnetLikeWithPackedConvolutionsGivesTheSameBitsInEveryMode) {
+  ModelWriter m(13, "resnet_wide");
+  write_resnet_like(m, 32, 16, 1);
+  const Tensor x = Tensor::randn({1, 3, 32, 32}, 62);
+  const Json deterministic = {{"deterministic", "ON"}};
+  const std::vector<Tensor> eager = run(m, "PYNATIVE_MODE", {{"input", x}}, deterministic);
+  ASSERT_EQ(eager.size(), 1u);
+  for (const char* level : {"O0", "O1", "O2"}) {
+    SCOPED_TRACE(level);
+    Json settings = deterministic;
+    settings["jit_config"] = {{"jit_level", level}};
+    const std::vector<Tensor> graph = run(m, "GRAPH_MODE", {{"input", x}}, settings);
+    ASSERT_EQ(graph.size(), 1u);
+    ASSERT_EQ(graph[0].shape(), eager[0].shape());
+    EXPECT_EQ(std::memcmp(graph[0].raw_data(), eager[0].raw_data(), eager[0].nbytes()), 0);
+  }
 }
 
 // The ops the README lists whose ONNX backend cases never run (their cases are opset < 11 or use

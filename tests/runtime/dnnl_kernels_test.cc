@@ -20,7 +20,10 @@
 namespace mf::runtime::dnnl_rt {
 namespace {
 
+using ops::testing::conv;
 using ops::testing::HostTensor;
+using ops::testing::random_inputs;
+using ops::testing::run;
 
 TEST(PrimitiveCache, IsBoundedAndEvictsTheLeastRecentlyUsed) {
   PrimitiveCache cache(2);
@@ -49,37 +52,6 @@ TEST(PrimitiveCache, IsBoundedAndEvictsTheLeastRecentlyUsed) {
   EXPECT_EQ(cache.stats().size, 2u);
   cache.set_capacity(1);
   EXPECT_EQ(cache.stats().size, 1u);
-}
-
-std::vector<HostTensor> random_inputs(const std::vector<ir::TensorType>& types, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  std::vector<HostTensor> out;
-  for (const ir::TensorType& t : types) {
-    std::vector<double> v(ir::num_elements(t.shape));
-    for (double& x : v) x = dist(rng);
-    out.push_back(HostTensor::from_doubles(t, v));
-  }
-  return out;
-}
-
-HostTensor run(std::string_view name, std::vector<HostTensor>& inputs, ir::Attrs attrs, int threads,
-               bool deterministic, const void* prepared = nullptr) {
-  const ir::OpDef& op = ir::get_op(name);
-  std::vector<ir::TensorType> types;
-  for (const HostTensor& t : inputs) types.push_back(t.type);
-  const std::vector<ir::TensorType> out_types = op.infer_types(types, attrs);
-  HostTensor out(out_types[0]);
-  std::vector<ir::TensorView> in_views, out_views{out.view()};
-  for (HostTensor& t : inputs) in_views.push_back(t.view());
-  ScopedIntraOpThreads scope(threads);
-  op.kernel(ir::KernelContext{in_views, out_views, attrs, op.name, deterministic, prepared});
-  return out;
-}
-
-ir::Attrs conv(std::vector<int64_t> stride, std::vector<int64_t> padding, int64_t groups,
-               std::vector<int64_t> dilation = {1, 1}) {
-  return {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
 }
 
 // With costs, the capacity counts their sum (bytes, for the reordered weights): the least recent

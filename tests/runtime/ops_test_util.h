@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <random>
 #include <string_view>
 #include <vector>
 
 #include "ir/op_def.h"
+#include "runtime/parallel.h"
 
 namespace mf::runtime::ops::testing {
 
@@ -89,6 +91,41 @@ inline std::vector<HostTensor> run_op(std::string_view name, std::vector<HostTen
   const ir::KernelContext ctx{in_views, out_views, attrs, op.name, true};
   op.kernel(ctx);
   return outputs;
+}
+
+// Inputs of `types` with values uniform in [-1, 1) from `seed`.
+inline std::vector<HostTensor> random_inputs(const std::vector<ir::TensorType>& types,
+                                             uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<HostTensor> out;
+  for (const ir::TensorType& t : types) {
+    std::vector<double> v(ir::num_elements(t.shape));
+    for (double& x : v) x = dist(rng);
+    out.push_back(HostTensor::from_doubles(t, v));
+  }
+  return out;
+}
+
+// Runs one op's kernel at `threads` intra-op threads, optionally with prepared state.
+inline HostTensor run(std::string_view name, std::vector<HostTensor>& inputs, ir::Attrs attrs,
+                      int threads, bool deterministic, const void* prepared = nullptr) {
+  const ir::OpDef& op = ir::get_op(name);
+  std::vector<ir::TensorType> types;
+  for (const HostTensor& t : inputs) types.push_back(t.type);
+  const std::vector<ir::TensorType> out_types = op.infer_types(types, attrs);
+  HostTensor out(out_types[0]);
+  std::vector<ir::TensorView> in_views, out_views{out.view()};
+  for (HostTensor& t : inputs) in_views.push_back(t.view());
+  ScopedIntraOpThreads scope(threads);
+  op.kernel(ir::KernelContext{in_views, out_views, attrs, op.name, deterministic, prepared});
+  return out;
+}
+
+// conv2d's attributes (the rest default).
+inline ir::Attrs conv(std::vector<int64_t> stride, std::vector<int64_t> padding, int64_t groups,
+                      std::vector<int64_t> dilation = {1, 1}) {
+  return {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
 }
 
 }  // namespace mf::runtime::ops::testing

@@ -124,11 +124,16 @@ void tile(const float* const* a, const float* b, int64_t kc, float* y, int64_t l
     for (int v = 0; v < 4; ++v)
       acc[r][v] =
           first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask[v], y + r * ldy + 16 * v);
+  int64_t due = 0, line = 0;  // prefetch progress
   for (int64_t k = 0; k < kc; ++k) {
     const float* bk = b + k * kPanel;
     const __m512 b0 = _mm512_load_ps(bk), b1 = _mm512_load_ps(bk + 16);
     const __m512 b2 = _mm512_load_ps(bk + 32), b3 = _mm512_load_ps(bk + 48);
-    if (k < prefetch_lines) _mm_prefetch(prefetch + k * 64, _MM_HINT_T1);
+    // The tile's share of lines spread evenly over its loop (a Bresenham step), not front-loaded.
+    for (due += prefetch_lines; due >= kc; due -= kc) {
+      _mm_prefetch(prefetch + line * 64, _MM_HINT_T1);
+      ++line;
+    }
     for (int r = 0; r < Rows; ++r) {
       const __m512 av = _mm512_set1_ps(row[r][k]);
       acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);

@@ -181,13 +181,12 @@ const float* row_source(const float* x, const WindowGeometry& g, int64_t m, int6
   return x + ((n * g.h + iy) * g.w + ix) * g.channels + channel;
 }
 
-// Rows [row_begin, row_end) of y, every panel: block of k by block of k, each
+// Panels [panel_begin, panel_end) x rows [row_begin, row_end) of y: block of k by block of k, each
 // block through every panel, so the block's rows of x stay in cache while the weights stream past
 // them. The rows go in tiles of at most kMaxTileRows, of near-equal size.
 void run_part(const float* x, const WindowGeometry& g, const PackedConvWeights& w,
-              int64_t row_begin, int64_t row_end, float* y, const float* bias,
-              const DirectActivation& activation) {
-  const int64_t panel_begin = 0, panel_end = w.panels();
+              int64_t panel_begin, int64_t panel_end, int64_t row_begin, int64_t row_end, float* y,
+              const float* bias, const DirectActivation& activation) {
   static const std::vector<float> zeros(kDepthBlock, 0.0f);
   const int64_t depth = w.depth, taps = g.kh * g.kw;
   const int64_t runs_per_tap = (g.channels + kDepthBlock - 1) / kDepthBlock;
@@ -259,15 +258,24 @@ void packed_conv2d_nhwc(const float* x, const PackedConvWeights& w, const float*
            "packed conv2d: weights packed for depth ", w.depth, ", the window needs ",
            g.kh * g.kw * g.channels);
   const int64_t rows = g.batch * g.oh * g.ow;  // at most kMaxPositions (packed_conv_applies)
-  // One part per thread, each all the panels for its share of the rows: both cores stream every
-  // weight, which measured faster at two threads than splitting the panels between them (3x3 256
-  // -> 256 over 14x14: 677 against 766 us; 512 -> 512 over 7x7: 710 against 762). Each element's
-  // arithmetic is the same whichever part computes it.
+  // One part per thread: the panels split between them where there are enough (each core streams
+  // its share of the weights), else the rows. Splitting the rows (both cores streaming every
+  // weight) measured faster while an im2col copy was made per thread (710 against 762 us on the 512
+  // -> 512 at two threads), slower since x is read in place (695-707 against 659-681). Each
+  // element's arithmetic is the same whichever part computes it.
+  const int64_t threads = intra_op_threads(), panels = w.panels();
+  const bool by_panels = panels >= threads;
   const int64_t parts =
-      std::min<int64_t>(intra_op_threads(), (rows + kMaxTileRows - 1) / kMaxTileRows);
+      by_panels ? threads : std::min<int64_t>(threads, (rows + kMaxTileRows - 1) / kMaxTileRows);
   parallel_for(parts, 1, [&](int64_t begin, int64_t end) {
     for (int64_t part = begin; part < end; ++part) {
-      run_part(x, g, w, rows * part / parts, rows * (part + 1) / parts, y, bias, activation);
+      if (by_panels) {
+        run_part(x, g, w, panels * part / parts, panels * (part + 1) / parts, 0, rows, y, bias,
+                 activation);
+      } else {
+        run_part(x, g, w, 0, panels, rows * part / parts, rows * (part + 1) / parts, y, bias,
+                 activation);
+      }
     }
   });
 }

@@ -587,17 +587,23 @@ bool runs_depthwise_nchw(std::span<const TensorType> in, const Attrs& attrs) {
   return groups > 1 && in[0].shape[1] == groups && in[1].shape[0] == groups && in[1].shape[1] == 1;
 }
 
-void conv2d_depthwise_nchw(const ir::KernelContext& ctx) {
-  const Shape& xs = ctx.inputs[0].type.shape;
-  const Shape& ws = ctx.inputs[1].type.shape;
-  const WindowGeometry g = window_geometry(xs, conv_window(xs, ws, ctx.attrs));
-  const ConvActivation a = conv_activation(ctx.attrs);
+// The activation attributes in the direct kernels' form (float bounds).
+DirectActivation direct_activation(const Attrs& attrs) {
+  const ConvActivation a = conv_activation(attrs);
   DirectActivation activation;
   activation.kind = a.kind == ConvActivation::Kind::kRelu   ? DirectActivation::Kind::kRelu
                     : a.kind == ConvActivation::Kind::kClip ? DirectActivation::Kind::kClip
                                                             : DirectActivation::Kind::kNone;
   activation.lo = static_cast<float>(a.lo);
   activation.hi = static_cast<float>(a.hi);
+  return activation;
+}
+
+void conv2d_depthwise_nchw(const ir::KernelContext& ctx) {
+  const Shape& xs = ctx.inputs[0].type.shape;
+  const Shape& ws = ctx.inputs[1].type.shape;
+  const WindowGeometry g = window_geometry(xs, conv_window(xs, ws, ctx.attrs));
+  const DirectActivation activation = direct_activation(ctx.attrs);
   depthwise_conv2d_nchw(ctx.inputs[0].as<float>(), ctx.inputs[1].as<float>(),
                         ctx.inputs.size() == 3 ? ctx.inputs[2].as<float>() : nullptr,
                         ctx.outputs[0].as<float>(), g, activation);
@@ -653,13 +659,7 @@ void conv2d_packed(const ir::KernelContext& ctx) {
   } else {
     weights = pack_conv_weights(ctx.inputs[1].as<float>(), g, out_channels);
   }
-  const ConvActivation a = conv_activation(ctx.attrs);
-  DirectActivation activation;
-  activation.kind = a.kind == ConvActivation::Kind::kRelu   ? DirectActivation::Kind::kRelu
-                    : a.kind == ConvActivation::Kind::kClip ? DirectActivation::Kind::kClip
-                                                            : DirectActivation::Kind::kNone;
-  activation.lo = static_cast<float>(a.lo);
-  activation.hi = static_cast<float>(a.hi);
+  const DirectActivation activation = direct_activation(ctx.attrs);
   const float* bias = ctx.inputs.size() == 3 ? ctx.inputs[2].as<float>() : nullptr;
   if (channels_last("conv2d", ctx.attrs)) {
     return packed_conv2d_nhwc(ctx.inputs[0].as<float>(), *weights, bias, ctx.outputs[0].as<float>(),

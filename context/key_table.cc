@@ -17,7 +17,8 @@ using VT = ValueType;
 // The largest max_call_depth: each call level costs the PYNATIVE interpreter (engine/ir_runner.cc)
 // and the executors (runtime/kernel_executor.cc) a few stack frames. Measured with a chain of
 // nested calls on the default 8 MiB main-thread stack (tests/engine/hostile_input_test.cc,
-// MF_TEST_CALL_DEPTH): see the key's doc for the margin kept.
+// MF_TEST_CALL_DEPTH): see the key's doc for the margin kept. Each level also checks the stack
+// left (base/stack_guard.h), for threads with smaller stacks and sanitizer builds' larger frames.
 constexpr std::int64_t kMaxCallDepthBound = 4000;
 
 // Defaults, ranges and devices follow ../shared/seeds/set_context.zh.rst (the newest document);
@@ -245,7 +246,7 @@ std::vector<KeySpec> make_context_keys() {
        .max = kMaxCallDepthBound,
        .doc = "Maximum depth of nested calls while tracing, compiling and running; 1 to 4000 (the "
               "interpreter recurses once per call level: 4000 levels fit the default 8 MiB stack "
-              "with margin)",
+              "with margin; on a thread whose stack runs low first, the run stops with an error)",
        .on_cpu = "limits nested calls while tracing, compiling and running (an error beyond it)"},
       {.name = "grad_for_scalar",
        .type = VT::kBool,

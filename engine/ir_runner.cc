@@ -6,6 +6,7 @@
 #include <source_location>
 #include <unordered_map>
 
+#include "base/stack_guard.h"
 #include "engine/dispatch.h"
 #include "engine/eager_layout.h"
 #include "engine/engine_state.h"
@@ -173,6 +174,8 @@ std::vector<Tensor> IrRunner::interpret(const ir::Graph& graph, const std::vecto
                                         int depth, int max_depth) {
   MF_CHECK(depth <= max_depth, InvalidArgument, "call depth exceeds max_call_depth ", max_depth,
            " in graph @", graph.name(), "; raise max_call_depth or simplify the network");
+  MF_CHECK(enough_stack_left(), InvalidArgument, "call depth ", depth, " in graph @", graph.name(),
+           ": ", stack_used_up_message());
   std::unordered_map<ir::Value, Tensor, ir::ValueHash> values;
   for (size_t i = 0; i < graph.num_parameters(); ++i)
     values[ir::Value(graph.parameter(i))] = args.at(i);

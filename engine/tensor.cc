@@ -145,7 +145,8 @@ Tensor Tensor::uniform(const Shape& shape, double low, double high, uint64_t see
 
 Tensor Tensor::from_bytes(DType dtype, const Shape& shape, const void* bytes) {
   Tensor t(allocate_impl(shape, dtype, "from_vector"));
-  std::memcpy(t.mutable_raw_data(), bytes, t.nbytes());
+  // An empty tensor's bytes may be null (an empty vector's data()): memcpy's may not.
+  if (t.nbytes() > 0) std::memcpy(t.mutable_raw_data(), bytes, t.nbytes());
   return t;
 }
 

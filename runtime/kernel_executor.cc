@@ -6,6 +6,7 @@
 #include <exception>
 #include <mutex>
 
+#include "base/stack_guard.h"
 #include "ir/printer.h"
 #include "runtime/fused_kernel.h"
 #include "runtime/parallel.h"
@@ -100,6 +101,9 @@ std::vector<TensorArg> run_control_flow(const Plan& plan, const Step& step,
   MF_CHECK(next <= options.max_call_depth, InvalidArgument, "call depth exceeds max_call_depth ",
            options.max_call_depth, " at node ", ir::describe_node(*plan.graph, *step.node),
            " in graph @", plan.graph->name(), "; raise max_call_depth or simplify the network");
+  MF_CHECK(enough_stack_left(), InvalidArgument, "call depth ", next, " at node ",
+           ir::describe_node(*plan.graph, *step.node), " in graph @", plan.graph->name(), ": ",
+           stack_used_up_message());
   const std::string& op = step.node->op();
   const auto& subs = step.subplans;
   if (op == "call") {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
 #include "base/error.h"
@@ -21,13 +20,13 @@ constexpr int64_t kPanel = PackedConvWeights::kPanel;
 // KiB) is what the next block's prefetch brings into L2 while this one is multiplied.
 constexpr int64_t kDepthBlock = 256;
 // Rows of a register tile: 6 rows x 64 columns are 24 accumulators, 4 weight vectors and a
-// broadcast of 32 registers (7 rows measured no faster; 8 x 48 slower).
+// broadcast of 32 registers (7 rows measured no faster; 8 rows x 32 columns slower).
 constexpr int kMaxTileRows = 6;
 // Where it beats oneDNN's kernel at one and two threads with the weights coming from memory
 // (BM_ConvColdWeights): up to 64 output positions (a 7x7 plane), or 256 for a 1x1 window (3x3
-// windows over 14x14 ran 5-7% slower than oneDNN's); weights of at least 128 KiB (below that they
+// windows over 14x14 ran 2-7% slower than oneDNN's); weights of at least 128 KiB (below that they
 // stay cached and oneDNN's kernel is not starved); and a last panel more than half full (960 -> 160
-// channels computed 192 and ran 10% slower at two threads).
+// channels computed 192 and ran 10-15% slower).
 constexpr int64_t kMaxPositions = 64;
 constexpr int64_t kMaxPositions1x1 = 256;
 constexpr int64_t kMinWeightBytes = int64_t{128} << 10;

@@ -426,7 +426,9 @@ void concat_kernel(const ir::KernelContext& ctx) {
       char* dst = out + o * out_row * elem;
       for (const ir::TensorView& in : ctx.inputs) {
         const int64_t row = outer_and_row(in.type.shape, axis).second;
-        std::memcpy(dst, static_cast<const char*>(in.data) + o * row * elem, row * elem);
+        // An empty input may have no buffer at all: memcpy's pointers must not be null.
+        if (row > 0)
+          std::memcpy(dst, static_cast<const char*>(in.data) + o * row * elem, row * elem);
         dst += row * elem;
       }
     }

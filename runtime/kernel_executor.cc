@@ -26,6 +26,11 @@ size_t payload_bytes(const ir::TensorType& type) {
   return static_cast<size_t>(ir::num_elements(type.shape)) * ir::dtype_size(type.dtype);
 }
 
+void copy_payload(void* to, const void* from, const ir::TensorType& type) {
+  const size_t bytes = payload_bytes(type);
+  if (bytes > 0) std::memcpy(to, from, bytes);
+}
+
 void check_inputs(const Plan& plan, std::span<const TensorArg> inputs) {
   const ir::Graph& graph = *plan.graph;
   MF_CHECK(inputs.size() == plan.parameters.size(), InvalidArgument, "graph @", graph.name(),
@@ -213,7 +218,7 @@ class PlanRun {
         continue;
       }
       auto buffer = allocate(slot, "output");
-      std::memcpy(buffer->data(), data_[id], payload_bytes(slot.type));
+      copy_payload(buffer->data(), data_[id], slot.type);
       out.push_back({slot.type, std::move(buffer)});
     }
     return out;
@@ -301,7 +306,7 @@ class PlanRun {
         buffers_[id] = allocate(slot, step.node->op());
         data_[id] = buffers_[id]->data();
       }
-      std::memcpy(data_[id], results[k].buffer->data(), payload_bytes(slot.type));
+      copy_payload(data_[id], results[k].buffer->data(), slot.type);
     }
   }
 

@@ -22,6 +22,10 @@ void check_inputs(const Plan& plan, std::span<const TensorArg> inputs);
 // The bytes a value of `type` actually holds (Slot::bytes is rounded up to the alignment).
 size_t payload_bytes(const ir::TensorType& type);
 
+// Copies a value of `type` from `from` to `to`; nothing for an empty one, whose buffers may be null
+// (memcpy's pointers may not: UBSan).
+void copy_payload(void* to, const void* from, const ir::TensorType& type);
+
 // The slot ids of `ids` once each, ascending (a step reading one value twice reads it once).
 std::vector<int> distinct_slots(const std::vector<int>& ids);
 

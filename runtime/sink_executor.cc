@@ -103,7 +103,7 @@ class SinkExecutor final : public GraphExecutor {
       }
       // A parameter, a constant or a repeated output: a copy of its own.
       auto buffer = pool.allocate(std::max(slot.bytes, kTensorAlignment), "output");
-      std::memcpy(buffer->data(), data_[id], detail::payload_bytes(slot.type));
+      detail::copy_payload(buffer->data(), data_[id], slot.type);
       out.push_back({slot.type, std::move(buffer)});
     }
     return out;
@@ -277,8 +277,7 @@ class SinkExecutor final : public GraphExecutor {
     }
     std::vector<TensorArg> results = detail::run_control_flow(*plan_, *b.step, args, options, 0);
     for (size_t k = 0; k < b.outputs.size(); ++k) {
-      std::memcpy(b.outputs[k].data, results[k].buffer->data(),
-                  detail::payload_bytes(b.outputs[k].type));
+      detail::copy_payload(b.outputs[k].data, results[k].buffer->data(), b.outputs[k].type);
     }
   }
 

@@ -475,10 +475,29 @@ float* scratch(int slot, size_t bytes) {
   return b.data();
 }
 
+// What a compiled graph keeps for a conv2d (KernelContext::prepared points to this base): which
+// kernel it was prepared for, so a kernel never reads another's state (the choice between them can
+// change between compiling and running only by forcing a oneDNN layout, but then safely).
+struct PreparedConvState {
+  enum class Kernel { kOneDnn, kPacked };
+  explicit PreparedConvState(Kernel k) : kernel(k) {}
+  const Kernel kernel;
+};
+
+// The state for `kernel`'s type in ctx.prepared, or null when there is none or it is another's.
+template <typename State>
+const State* prepared_state(const ir::KernelContext& ctx) {
+  const auto* base = static_cast<const PreparedConvState*>(ctx.prepared);
+  if (base == nullptr || base->kernel != State::kKernel) return nullptr;
+  return static_cast<const State*>(base);
+}
+
 // The state a compiled graph keeps for a conv2d whose weights are one of its constants: the
 // primitive it prepared and the weights already in that primitive's layout, reordered once at
 // compile time rather than on every call.
-struct PreparedConv {
+struct PreparedConv : PreparedConvState {
+  static constexpr Kernel kKernel = Kernel::kOneDnn;
+  PreparedConv() : PreparedConvState(kKernel) {}
   std::shared_ptr<const DnnlConv> conv;
   int threads = 1;
   bool deterministic = false;
@@ -529,7 +548,7 @@ void conv2d_dnnl(const ir::KernelContext& ctx) {
   dnnl_rt::ScopedOmpThreads omp(threads);
   // The prepared primitive when this run has the threads and mode it was made for; otherwise the
   // cache's, with the prepared weights only if that primitive wants the same layout.
-  const auto* prepared = static_cast<const PreparedConv*>(ctx.prepared);
+  const auto* prepared = prepared_state<PreparedConv>(ctx);
   std::shared_ptr<const DnnlConv> conv;
   if (prepared != nullptr && prepared->threads == threads &&
       prepared->deterministic == ctx.deterministic) {
@@ -629,7 +648,9 @@ bool runs_packed(std::span<const TensorType> in, const Attrs& attrs) {
 }
 
 // The state a compiled graph keeps for a packed conv2d whose weights are one of its constants.
-struct PreparedPackedConv {
+struct PreparedPackedConv : PreparedConvState {
+  static constexpr Kernel kKernel = Kernel::kPacked;
+  PreparedPackedConv() : PreparedConvState(kKernel) {}
   std::shared_ptr<const PackedConvWeights> weights;
 };
 
@@ -652,7 +673,7 @@ void conv2d_packed(const ir::KernelContext& ctx) {
   const WindowGeometry g = conv_geometry(in, ctx.attrs);
   const int64_t out_channels = ctx.inputs[1].type.shape[0];
   std::shared_ptr<const PackedConvWeights> weights;
-  if (const auto* prepared = static_cast<const PreparedPackedConv*>(ctx.prepared)) {
+  if (const auto* prepared = prepared_state<PreparedPackedConv>(ctx)) {
     weights = prepared->weights;
   } else if (ctx.inputs[1].content_id != 0) {
     weights = cached_packed_weights(ctx.inputs[1], g, out_channels);
@@ -703,7 +724,7 @@ dnnl_rt::Prepared prepare_conv2d(const dnnl_rt::PrepareRequest& request) {
     auto state = std::make_shared<PreparedPackedConv>();
     state->weights = pack_conv_weights(static_cast<const float*>(weights),
                                        conv_geometry(in, request.attrs), in[1].shape[0]);
-    return {true, std::shared_ptr<const void>(state)};
+    return {true, std::shared_ptr<const PreparedConvState>(state)};
   }
   std::shared_ptr<const DnnlConv> conv =
       dnnl_conv2d(in, request.attrs, request.threads, request.deterministic);
@@ -717,7 +738,7 @@ dnnl_rt::Prepared prepare_conv2d(const dnnl_rt::PrepareRequest& request) {
   state->threads = request.threads;
   state->deterministic = request.deterministic;
   state->weights = reorder_weights(*conv, weights);
-  return {true, std::shared_ptr<const void>(state)};
+  return {true, std::shared_ptr<const PreparedConvState>(state)};
 }
 
 const dnnl_rt::PreparerRegistration kPrepareConv2d("conv2d", prepare_conv2d);

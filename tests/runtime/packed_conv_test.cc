@@ -148,6 +148,34 @@ TEST(PackedConv, EveryWayOfGivingTheWeightsGivesTheSameBits) {
   }
 }
 
+// State prepared for one kernel is never read by the other: a graph compiled while oneDNN was
+// forced and run after (or the reverse) runs the kernel chosen now, with the same bits.
+TEST(PackedConv, StatePreparedForTheOtherKernelIsIgnored) {
+  if (!packed_conv_available()) GTEST_SKIP() << "the packed kernel needs an AVX-512 build";
+  PackedCase c = packed_cases()[0];
+  ir::Attrs attrs = nhwc(c.attrs);
+  ir::Shape& x = c.inputs[0].shape;
+  x = {x[0], x[2], x[3], x[1]};
+  ir::get_op("conv2d").infer_types(c.inputs, attrs);
+  std::vector<HostTensor> in = random_inputs(c.inputs, 13);
+  const HostTensor expected = run("conv2d", in, attrs, 1, false);
+  const void* constants[] = {nullptr, in[1].view().data};
+  const dnnl_rt::Prepared packed =
+      dnnl_rt::prepare("conv2d", {c.inputs, constants, attrs, 1, false});
+  dnnl_rt::set_conv_layout(dnnl_rt::ConvLayout::kBlocked);
+  const dnnl_rt::Prepared onednn =
+      dnnl_rt::prepare("conv2d", {c.inputs, constants, attrs, 1, false});
+  const HostTensor onednn_with_packed_state =
+      run("conv2d", in, attrs, 1, false, packed.state.get());
+  dnnl_rt::set_conv_layout(dnnl_rt::ConvLayout::kAuto);
+  const HostTensor packed_with_onednn_state =
+      run("conv2d", in, attrs, 1, false, onednn.state.get());
+  ASSERT_NE(packed.state, nullptr);
+  ASSERT_NE(onednn.state, nullptr);
+  EXPECT_TRUE(onednn_with_packed_state.same_bytes(expected));
+  EXPECT_TRUE(packed_with_onednn_state.same_bytes(expected));
+}
+
 // conv-epilogue-fusion's promise here: the activation inside the kernel gives the bytes of the
 // convolution then the activation as an op of its own.
 TEST(PackedConv, FusedActivationGivesTheBytesOfTheSeparateOps) {

@@ -5,6 +5,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
+#include <limits>
+
 #include "bindings.h"
 #include "engine/ops.h"
 
@@ -193,6 +196,43 @@ DType with_scalar(DType tensor, ScalarKind kind) {
   return tensor;
 }
 
+// A Python or numpy integer, exactly (not through a double, which rounds above 2^53); OverflowError
+// (as numpy 2) when it does not fit `dtype`, int32 or int64.
+int64_t exact_integer(py::handle value, DType dtype) {
+  const py::int_ as_int(py::reinterpret_borrow<py::object>(value));
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
+  const bool fits =
+      overflow == 0 && (dtype != DType::kInt32 || (v >= std::numeric_limits<int32_t>::min() &&
+                                                   v <= std::numeric_limits<int32_t>::max()));
+  if (!fits) {
+    const std::string message =
+        "Python integer " + py::str(static_cast<py::handle>(as_int)).cast<std::string>() +
+        " out of bounds for " + (dtype == DType::kInt32 ? "int32" : "int64") +
+        (dtype == DType::kInt32 ? "; cast the tensor first, e.g. x.astype(ms.int64)"
+                                : "; use a float, or keep the value within int64");
+    PyErr_SetString(PyExc_OverflowError, message.c_str());
+    throw py::error_already_set();
+  }
+  return v;
+}
+
+// A 0-d tensor of `dtype` holding the Python number `value`: integers into integer dtypes exactly
+// and range-checked, anything else through double (as numpy rounds it).
+Tensor scalar_tensor(py::handle value, DType dtype) {
+  const bool integer = PyLong_Check(value.ptr()) || scalar_kind(value) == ScalarKind::kInt;
+  if (integer && !PyBool_Check(value.ptr())) {
+    if (dtype == DType::kInt32) {
+      return Tensor::from_vector(
+          std::vector<int32_t>{static_cast<int32_t>(exact_integer(value, dtype))}, {});
+    }
+    if (dtype == DType::kInt64) {
+      return Tensor::from_vector(std::vector<int64_t>{exact_integer(value, dtype)}, {});
+    }
+  }
+  return Tensor::full({}, py::reinterpret_borrow<py::object>(value).cast<double>(), dtype);
+}
+
 Tensor cast_to(const Tensor& tensor, DType dtype) {
   if (tensor.dtype() == dtype) return tensor;
   return run_op("cast", {tensor}, {{"dtype", dtype}})[0];
@@ -236,9 +276,7 @@ py::object binary(const char* symbol, const char* op, const Tensor& self, py::ha
     compute = DType::kInt32;
   }
   const Tensor lhs = cast_to(self, compute);
-  rhs = kind == ScalarKind::kNone
-            ? cast_to(rhs, compute)
-            : Tensor::full({}, py::reinterpret_borrow<py::object>(other).cast<double>(), compute);
+  rhs = kind == ScalarKind::kNone ? cast_to(rhs, compute) : scalar_tensor(other, compute);
   Tensor out = reverse ? run_op(op, {rhs, lhs})[0] : run_op(op, {lhs, rhs})[0];
   if (result) out = cast_to(out, *result);
   return py::cast(std::move(out));
@@ -257,10 +295,7 @@ Tensor to_tensor(py::handle value, std::optional<DType> scalar_dtype) {
   if (py::isinstance<Tensor>(value)) return value.cast<Tensor>();
   if (py::isinstance<py::array>(value)) return from_array(value.cast<py::array>());
   if (PyBool_Check(value.ptr())) return Tensor::full({}, value.ptr() == Py_True, DType::kBool);
-  if (PyLong_Check(value.ptr())) {
-    const DType dtype = scalar_dtype.value_or(DType::kInt64);
-    return Tensor::full({}, value.cast<double>(), dtype);
-  }
+  if (PyLong_Check(value.ptr())) return scalar_tensor(value, scalar_dtype.value_or(DType::kInt64));
   if (PyFloat_Check(value.ptr())) {
     const DType dtype =
         scalar_dtype && ir::is_floating(*scalar_dtype) ? *scalar_dtype : DType::kFloat32;

@@ -140,3 +140,22 @@ def test_graph_mode_compiles_the_casts_and_matches_pynative():
     want = (x * 0.5 + np.array([1, 2, 3])) + (x / 2) * (x > 1) + 0.25 + x ** 2
     np.testing.assert_allclose(graph.asnumpy(), want, rtol=1e-6)
     np.testing.assert_allclose(graph.asnumpy(), eager.asnumpy(), rtol=1e-12)
+
+
+def test_python_integers_are_exact_and_range_checked():
+    # Exact beyond 2^53 (no trip through a double), as numpy.
+    big = 2**53 + 1
+    x = ms.Tensor(np.array([0, 1], np.int64))
+    np.testing.assert_array_equal((x + big).asnumpy(), np.array([0, 1], np.int64) + big)
+    assert ms.Tensor(big).asnumpy() == big
+    # Out of the tensor's integer range: OverflowError naming the value and the dtype (numpy 2),
+    # never a wrapped result.
+    small = ms.Tensor(np.array([1, 2], np.int32))
+    with pytest.raises(OverflowError, match="Python integer 1099511627776 out of bounds for int32"):
+        small + 2**40
+    with pytest.raises(OverflowError, match="out of bounds for int64"):
+        x * 2**64
+    # In range, both ways, exact.
+    np.testing.assert_array_equal((2**31 - 2 - small).asnumpy(), np.array([2**31 - 3, 2**31 - 4]))
+    # A float operand still rounds as numpy: int32 + 2**40 as a float is fine.
+    assert (small + float(2**40)).dtype == ms.float32

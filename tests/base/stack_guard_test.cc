@@ -3,14 +3,15 @@
 #include "base/stack_guard.h"
 
 #include <gtest/gtest.h>
-#include <pthread.h>
 
 #include <string>
+
+#include "tests/run_on_stack.h"
 
 namespace mf {
 namespace {
 
-// Fills `out` with what the checks say on a thread with a stack of `bytes`.
+// What the checks say on a thread with a stack of `bytes`.
 struct Seen {
   size_t left = 0;
   bool enough = false;
@@ -19,22 +20,11 @@ struct Seen {
 
 Seen on_thread_with_stack(size_t bytes) {
   Seen seen;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, bytes);
-  pthread_t thread;
-  pthread_create(
-      &thread, &attr,
-      [](void* arg) -> void* {
-        auto* s = static_cast<Seen*>(arg);
-        s->left = stack_bytes_left();
-        s->enough = enough_stack_left();
-        s->message = stack_used_up_message();
-        return nullptr;
-      },
-      &seen);
-  pthread_join(thread, nullptr);
-  pthread_attr_destroy(&attr);
+  testing::run_on_stack(bytes, [&] {
+    seen.left = stack_bytes_left();
+    seen.enough = enough_stack_left();
+    seen.message = stack_used_up_message();
+  });
   return seen;
 }
 

@@ -4,7 +4,6 @@
 // crash, a hang or a silently wrong answer.
 
 #include <gtest/gtest.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <functional>
@@ -32,6 +31,7 @@
 #include "ir/parser.h"
 #include "ir/shape.h"
 #include "runtime/ops/print_sink.h"
+#include "tests/run_on_stack.h"
 
 namespace mf {
 namespace {
@@ -382,41 +382,12 @@ constexpr bool kSanitizerBuild = false;
 constexpr bool kSanitizerBuild = false;
 #endif
 
-// Runs `f` on a new thread with a stack of `bytes` (a thread a user made small), rethrowing what it
-// threw.
-void run_on_small_stack(size_t bytes, const std::function<void()>& f) {
-  pthread_attr_t attr;
-  ASSERT_EQ(pthread_attr_init(&attr), 0);
-  ASSERT_EQ(pthread_attr_setstacksize(&attr, bytes), 0);
-  struct Job {
-    const std::function<void()>* f;
-    std::exception_ptr error;
-  } job{&f, nullptr};
-  pthread_t thread;
-  ASSERT_EQ(pthread_create(
-                &thread, &attr,
-                [](void* arg) -> void* {
-                  auto* j = static_cast<Job*>(arg);
-                  try {
-                    (*j->f)();
-                  } catch (...) {
-                    j->error = std::current_exception();
-                  }
-                  return nullptr;
-                },
-                &job),
-            0);
-  pthread_join(thread, nullptr);
-  pthread_attr_destroy(&attr);
-  if (job.error) std::rethrow_exception(job.error);
-}
-
 // A thread with a 1.5 MiB stack cannot hold 4000 levels: the interpreter refuses cleanly when the
 // stack runs low, whatever max_call_depth allows, instead of overflowing it.
 TEST_F(HostileInputTest, ACallChainDeeperThanTheThreadsStackIsRefused) {
   const std::string text = expect_error(
       [] {
-        run_on_small_stack(size_t{3} << 19, [] {
+        testing::run_on_stack(size_t{3} << 19, [] {
           context::set({{"mode", "PYNATIVE_MODE"}, {"max_call_depth", kMaxCallDepthBound}});
           engine::IrRunner runner(call_chain(kMaxCallDepthBound - 1));
           runner.run({{"x", Tensor::from_vector<float>({0, 10}, {2})}}, 0);

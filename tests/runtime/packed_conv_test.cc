@@ -94,6 +94,15 @@ ir::Attrs nhwc(ir::Attrs attrs) {
   return attrs;
 }
 
+// `c` with x channels-last and the attributes' defaults filled in.
+PackedCase channels_last_case(PackedCase c) {
+  c.attrs = nhwc(c.attrs);
+  ir::Shape& x = c.inputs[0].shape;
+  x = {x[0], x[2], x[3], x[1]};
+  ir::get_op("conv2d").infer_types(c.inputs, c.attrs);
+  return c;
+}
+
 // The layout pass and the eager layouts move a convolution between NCHW and NHWC: same bits.
 TEST(PackedConv, NchwGivesTheBitsOfChannelsLast) {
   const ir::Attrs to_nhwc = {{"perm", std::vector<int64_t>{0, 2, 3, 1}}};
@@ -119,12 +128,9 @@ TEST(PackedConv, NchwGivesTheBitsOfChannelsLast) {
 // Weights packed on every call (no identity), kept under their identity, and prepared as a
 // compiled graph's constants give the same bits; bound at run time, nothing is prepared.
 TEST(PackedConv, EveryWayOfGivingTheWeightsGivesTheSameBits) {
-  for (PackedCase c : packed_cases()) {
-    const ir::Attrs attrs = nhwc(c.attrs);
-    ir::Shape& x = c.inputs[0].shape;
-    x = {x[0], x[2], x[3], x[1]};
-    ir::Attrs filled = attrs;
-    ir::get_op("conv2d").infer_types(c.inputs, filled);
+  for (const PackedCase& nchw : packed_cases()) {
+    PackedCase c = channels_last_case(nchw);
+    ir::Attrs& filled = c.attrs;
     std::vector<HostTensor> in = random_inputs(c.inputs, 5);
     const HostTensor plain = run("conv2d", in, filled, 1, false);
     const void* constants[] = {nullptr, in[1].view().data};
@@ -152,11 +158,8 @@ TEST(PackedConv, EveryWayOfGivingTheWeightsGivesTheSameBits) {
 // forced and run after (or the reverse) runs the kernel chosen now, with the same bits.
 TEST(PackedConv, StatePreparedForTheOtherKernelIsIgnored) {
   if (!packed_conv_available()) GTEST_SKIP() << "the packed kernel needs an AVX-512 build";
-  PackedCase c = packed_cases()[0];
-  ir::Attrs attrs = nhwc(c.attrs);
-  ir::Shape& x = c.inputs[0].shape;
-  x = {x[0], x[2], x[3], x[1]};
-  ir::get_op("conv2d").infer_types(c.inputs, attrs);
+  PackedCase c = channels_last_case(packed_cases()[0]);
+  ir::Attrs& attrs = c.attrs;
   std::vector<HostTensor> in = random_inputs(c.inputs, 13);
   const HostTensor expected = run("conv2d", in, attrs, 1, false);
   const void* constants[] = {nullptr, in[1].view().data};

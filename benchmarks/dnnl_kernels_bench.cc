@@ -61,8 +61,10 @@ void run_op(benchmark::State& state, const std::string& name, std::vector<ir::Sh
     op.kernel(ctx);
     benchmark::DoNotOptimize(out.data.data());
   }
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  if (flops > 0) {
+    state.counters["GFLOP/s"] =
+        benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  }
 }
 
 struct ConvShape {
@@ -164,8 +166,10 @@ void BM_ConvColdWeights(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data.data());
   }
   mf::runtime::dnnl_rt::set_conv_layout(ConvLayout::kAuto);
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  if (flops > 0) {
+    state.counters["GFLOP/s"] =
+        benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  }
 }
 BENCHMARK(BM_ConvColdWeights)
     ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kColdConvs) - 1, 1), {1, 2}, {0, 1}})
@@ -205,6 +209,31 @@ void BM_MaxPool(benchmark::State& state) {
   run_op(state, "max_pool2d", {c.x}, attrs, 0);
 }
 BENCHMARK(BM_MaxPool)->ArgsProduct({{0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
+
+// The transposes format-transform puts at the edges of a channels-last chain: each network's input
+// into NHWC and its last feature map back to NCHW (runtime/ops/strided.cc). Reported as bytes moved
+// (read + written) per second, to set beside the machine's copy bandwidth.
+void BM_LayoutTranspose(benchmark::State& state) {
+  struct Case {
+    const char* label;
+    ir::Shape x;
+    std::vector<int64_t> perm;
+  };
+  const Case cases[] = {{"input_3x224x224_to_nhwc", {1, 3, 224, 224}, {0, 2, 3, 1}},
+                        {"mobilenet_7x7x1280_to_nchw", {1, 7, 7, 1280}, {0, 3, 1, 2}},
+                        {"squeezenet_13x13x1000_to_nchw", {1, 13, 13, 1000}, {0, 3, 1, 2}},
+                        {"cnn_32x3x32x32_to_nhwc", {32, 3, 32, 32}, {0, 2, 3, 1}},
+                        {"cnn_32x8x8x64_to_nchw", {32, 8, 8, 64}, {0, 3, 1, 2}}};
+  const Case& c = cases[state.range(0)];
+  state.SetLabel(c.label);
+  run_op(state, "transpose", {c.x}, {{"perm", c.perm}}, 0);
+  state.counters["GB/s"] =
+      benchmark::Counter(2.0 * sizeof(float) * ir::num_elements(c.x) * state.iterations() / 1e9,
+                         benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_LayoutTranspose)
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
+    ->Unit(benchmark::kMicrosecond);
 
 // A conv then relu on its output, back to back, both on the OpenMP team.
 void BM_ConvThenRelu(benchmark::State& state) {
@@ -261,8 +290,10 @@ void BM_FmaPeak(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(sink.load());
   const double flops = 2.0 * 16 * kAccumulators * kIterations * threads;
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  if (flops > 0) {
+    state.counters["GFLOP/s"] =
+        benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  }
 }
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 

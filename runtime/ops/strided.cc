@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "runtime/ops/transpose_tiles.h"
 #include "runtime/parallel.h"
 
 namespace mf::runtime::ops {
@@ -64,6 +65,38 @@ void gather_typed(const E* src, const ir::Shape& shape, const std::vector<int64_
 
 bool is_contiguous(const StridedView& view) {
   return view.strides == ir::contiguous_strides(view.shape);
+}
+
+// A collapsed view [outer..., rows, cols] read with stride 1 along rows and ld > 1 along cols is a
+// stack of matrices stored column by column (every NCHW <-> NHWC transpose is one): copied by
+// transpose_rows in strips of 16 rows, not gathered row by row. False when the view is not one.
+bool copy_transposed(const StridedView& view, size_t elem_size, char* out) {
+  const int rank = static_cast<int>(view.shape.size());
+  if (rank < 2 || view.strides[rank - 2] != 1 || view.strides[rank - 1] <= 1) return false;
+  const int64_t rows = view.shape[rank - 2];
+  const int64_t cols = view.shape[rank - 1];
+  const int64_t ld = view.strides[rank - 1];
+  int64_t matrices = 1;
+  for (int d = 0; d < rank - 2; ++d) matrices *= view.shape[d];
+  constexpr int64_t kStrip = 16;
+  const int64_t strips = (rows + kStrip - 1) / kStrip;
+  const char* src = static_cast<const char*>(view.data);
+  parallel_for(matrices * strips, std::max<int64_t>(1, kChunk / (kStrip * cols)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t item = begin; item < end; ++item) {
+                   const int64_t matrix = item / strips;
+                   const int64_t row = item % strips * kStrip;
+                   int64_t offset = 0;
+                   for (int64_t d = rank - 3, rest = matrix; d >= 0; --d) {
+                     offset += rest % view.shape[d] * view.strides[d];
+                     rest /= view.shape[d];
+                   }
+                   transpose_rows(src + offset * static_cast<int64_t>(elem_size), ld, row,
+                                  std::min(rows, row + kStrip), cols, elem_size,
+                                  out + matrix * rows * cols * static_cast<int64_t>(elem_size));
+                 }
+               });
+  return true;
 }
 
 }  // namespace
@@ -126,6 +159,7 @@ void strided_copy(StridedView view, size_t elem_size, void* dst) {
     return;
   }
   char* out = static_cast<char*>(dst);
+  if (copy_transposed(view, elem_size, out)) return;
   parallel_for(n, kChunk, [&](int64_t begin, int64_t end) {
     gather(view, elem_size, begin, end - begin, out + begin * elem_size);
   });

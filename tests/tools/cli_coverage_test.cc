@@ -92,6 +92,39 @@ TEST_F(CliCoverageTest, DumpOnnxModelWritesIrThatParsesBack) {
   }
 }
 
+// Without --out / --level, `mf dump` takes save_graphs_path and save_graphs from the context
+// (they were overridden by the command's defaults: the files went to ./ir at level 2); the options
+// still win when given.
+TEST_F(CliCoverageTest, DumpTakesSaveGraphsPathAndLevelFromTheContextUnlessGiven) {
+  const fs::path model = two_output_model();
+  const auto ir_files = [](const fs::path& dir) {
+    int n = 0;
+    if (!fs::is_directory(dir)) return n;
+    for (const auto& entry : fs::directory_iterator(dir)) n += entry.path().extension() == ".ir";
+    return n;
+  };
+  const fs::path level1 = dir_ / "by_option_level1";
+  ASSERT_EQ(run_mf("dump " + model.string() + " --level 1 --out " + level1.string()).code, 0);
+  const fs::path level2 = dir_ / "by_option_level2";
+  ASSERT_EQ(run_mf("dump " + model.string() + " --level 2 --out " + level2.string()).code, 0);
+  ASSERT_LT(ir_files(level1), ir_files(level2)) << "level 2 dumps every pass, level 1 key stages";
+
+  const fs::path by_context = dir_ / "by_context";
+  const auto from_context =
+      run_mf("dump " + model.string() + " --set save_graphs_path=" + by_context.string() +
+             " --set save_graphs=1");
+  ASSERT_EQ(from_context.code, 0) << from_context.err;
+  EXPECT_EQ(ir_files(by_context), ir_files(level1)) << from_context.out;
+
+  const fs::path by_option = dir_ / "by_option";
+  const auto option_wins =
+      run_mf("dump " + model.string() + " --set save_graphs_path=" + by_context.string() +
+             "_unused --set save_graphs=1 --level 2 --out " + by_option.string());
+  ASSERT_EQ(option_wins.code, 0) << option_wins.err;
+  EXPECT_EQ(ir_files(by_option), ir_files(level2));
+  EXPECT_FALSE(fs::exists(by_context.string() + "_unused"));
+}
+
 TEST_F(CliCoverageTest, LogLevelComesFromTheOptionOrMfLogLevelAndTheOptionWins) {
   const std::string compile = "run mlp --mode graph";
   const std::string info_line = "[info] compiled Mlp at jit_level";

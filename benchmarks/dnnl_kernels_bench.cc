@@ -113,6 +113,38 @@ BENCHMARK(BM_Conv)
     ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kConvs) - 1, 1), {1, 2}})
     ->Unit(benchmark::kMicrosecond);
 
+// mobilenet_v2's depthwise 3x3s as GRAPH mode runs them: channels last, with bias and relu6
+// (clip), every distinct shape (input plane, channels, stride), on oneDNN's brdgmm_dw. On the 14x14
+// and 7x7 planes two threads gain little (3x3 over 14x14x384: 25 -> 23 us, over 7x7x960: 22 -> 22
+// us). A kernel of our own (16 channels per vector, 8 pixels of a row sharing their input loads,
+// rows x channel runs split between threads) was written and measured against it in three
+// layouts of its loops: at best level (28.6 against 25-31 us, 22.1 against 21.1), no better at two
+// threads, so it was not kept (docs/performance.md §6.8).
+void BM_DepthwiseNhwc(benchmark::State& state) {
+  struct Case {
+    int64_t h, c, stride;
+  };
+  const Case cases[] = {{112, 32, 1}, {112, 96, 2}, {56, 144, 1}, {56, 144, 2}, {28, 192, 1},
+                        {28, 192, 2}, {14, 384, 1}, {14, 576, 1}, {14, 576, 2}, {7, 960, 1}};
+  const Case& c = cases[state.range(0)];
+  const int64_t out = (c.h + 2 - 3) / c.stride + 1;
+  state.SetLabel("dw3x3s" + std::to_string(c.stride) + "_" + std::to_string(c.c) + "_" +
+                 std::to_string(c.h));
+  run_op(state, "conv2d", {{1, c.h, c.h, c.c}, {c.c, 1, 3, 3}, {c.c}},
+         {{"stride", std::vector<int64_t>{c.stride, c.stride}},
+          {"padding", std::vector<int64_t>{1, 1}},
+          {"dilation", std::vector<int64_t>{1, 1}},
+          {"groups", c.c},
+          {"data_format", std::string("NHWC")},
+          {"activation", std::string("clip")},
+          {"clip_min", 0.0},
+          {"clip_max", 6.0}},
+         2.0 * c.c * out * out * 9);
+}
+BENCHMARK(BM_DepthwiseNhwc)
+    ->ArgsProduct({benchmark::CreateDenseRange(0, 9, 1), {1, 2}})
+    ->Unit(benchmark::kMicrosecond);
+
 // The convolutions the packed-weights kernel takes (runtime/ops/packed_conv.cc), channels-last,
 // with their weights coming from memory as in a network: each iteration uses the next of enough
 // weight copies (each kept in its kernel's layout under its own content identity, as a network's

@@ -299,6 +299,21 @@ BENCHMARK(BM_LayoutTranspose)
     ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
     ->Unit(benchmark::kMicrosecond);
 
+// squeezenet1_0's fire-module concats as GRAPH mode runs them: two channels-last expand outputs
+// joined along channels (runtime/ops/shape_ops.cc). GB/s counts the bytes read and written.
+void BM_ConcatChannels(benchmark::State& state) {
+  struct Case {
+    int64_t h, c;  // each input is (1, h, h, c)
+  };
+  const Case cases[] = {{55, 64}, {27, 128}, {27, 192}, {13, 256}};
+  const Case& c = cases[state.range(0)];
+  state.SetLabel("2x" + std::to_string(c.c) + "_" + std::to_string(c.h));
+  run_op(state, "concat", {{1, c.h, c.h, c.c}, {1, c.h, c.h, c.c}}, {{"axis", int64_t{3}}}, 0);
+  state.counters["GB/s"] = benchmark::Counter(
+      2.0 * 2 * 4 * c.h * c.h * c.c * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ConcatChannels)->ArgsProduct({{0, 1, 2, 3}, {1, 2}})->Unit(benchmark::kMicrosecond);
+
 // A conv then relu on its output, back to back, both on the OpenMP team.
 void BM_ConvThenRelu(benchmark::State& state) {
   const ir::OpDef& conv = ir::get_op("conv2d");

@@ -1175,6 +1175,10 @@ const ir::OpRegistration kMaxPool2d =
                    channels_last_attrs(pool_attrs({3, 3}, {2, 2}, {0, 1, 0, 1}))),
             sample({f32({1, 9, 11, 5})},
                    channels_last_attrs(pool_attrs({2, 3}, {1, 2}, {1, 0, 0, 2}))),
+            // Channels in whole vectors beyond one group of eight (144 = 8 + 1 blocks) and three
+            // blocks: the pixel's blocks pooled side by side.
+            sample({f32({1, 7, 7, 144})}, channels_last_attrs(pool_attrs({3, 3}, {2, 2}, {1, 1}))),
+            sample({f32({2, 6, 5, 48})}, channels_last_attrs(pool_attrs({2, 2}, {}, {0, 0}))),
         })
         .doc("max over 2-D windows of NCHW x");
 

@@ -46,6 +46,55 @@ void pool_pixel(const float* x, float* out, const WindowGeometry& g, int64_t n, 
   }
 }
 
+#if defined(__AVX512F__)
+// kBlocks blocks of 16 channels from c of output pixel (n, oy, ox), each its own running max, so
+// kBlocks max chains are in flight instead of one: a single chain per block waited on the max's
+// latency at every tap (resnet18's pool, 64 channels over 112x112: 155 us, BM_MaxPool). Per
+// channel the taps are visited in the same (iy, ix) order as pool_pixel: the same results, NaNs
+// included.
+template <int kBlocks>
+void pool_blocks(const float* x, float* out, const WindowGeometry& g, int64_t n, int64_t oy,
+                 int64_t ox, int64_t c) {
+  const int64_t y0 = oy * g.sh - g.top, x0 = ox * g.sw - g.left;
+  const int64_t ylo = std::max<int64_t>(0, y0), yhi = std::min(g.h, y0 + g.kh);
+  const int64_t xlo = std::max<int64_t>(0, x0), xhi = std::min(g.w, x0 + g.kw);
+  const float* image = x + n * g.h * g.w * g.channels + c;
+  __m512 acc[kBlocks];
+  for (int b = 0; b < kBlocks; ++b)
+    acc[b] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t iy = ylo; iy < yhi; ++iy) {
+    for (int64_t ix = xlo; ix < xhi; ++ix) {
+      const float* p = image + (iy * g.w + ix) * g.channels;
+      for (int b = 0; b < kBlocks; ++b) acc[b] = _mm512_max_ps(_mm512_loadu_ps(p + 16 * b), acc[b]);
+    }
+  }
+  for (int b = 0; b < kBlocks; ++b) _mm512_storeu_ps(out + c + 16 * b, acc[b]);
+}
+
+// Every channel of the pixel, eight blocks at a time; `channels` is a multiple of 16.
+void pool_pixel_blocks(const float* x, float* out, const WindowGeometry& g, int64_t n, int64_t oy,
+                       int64_t ox) {
+  int64_t c = 0;
+  for (; c + 128 <= g.channels; c += 128) pool_blocks<8>(x, out, g, n, oy, ox, c);
+  switch ((g.channels - c) / 16) {
+    case 7:
+      return pool_blocks<7>(x, out, g, n, oy, ox, c);
+    case 6:
+      return pool_blocks<6>(x, out, g, n, oy, ox, c);
+    case 5:
+      return pool_blocks<5>(x, out, g, n, oy, ox, c);
+    case 4:
+      return pool_blocks<4>(x, out, g, n, oy, ox, c);
+    case 3:
+      return pool_blocks<3>(x, out, g, n, oy, ox, c);
+    case 2:
+      return pool_blocks<2>(x, out, g, n, oy, ox, c);
+    case 1:
+      return pool_blocks<1>(x, out, g, n, oy, ox, c);
+  }
+}
+#endif
+
 }  // namespace
 
 void max_pool2d_nhwc_f32(const float* x, float* y, const WindowGeometry& g) {
@@ -57,7 +106,14 @@ void max_pool2d_nhwc_f32(const float* x, float* y, const WindowGeometry& g) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t n = r / g.oh, oy = r % g.oh;
       for (int64_t ox = 0; ox < g.ow; ++ox) {
-        pool_pixel(x, y + ((n * g.oh + oy) * g.ow + ox) * g.channels, g, n, oy, ox);
+        float* out = y + ((n * g.oh + oy) * g.ow + ox) * g.channels;
+#if defined(__AVX512F__)
+        if (g.channels % 16 == 0) {
+          pool_pixel_blocks(x, out, g, n, oy, ox);
+          continue;
+        }
+#endif
+        pool_pixel(x, out, g, n, oy, ox);
       }
     }
   });

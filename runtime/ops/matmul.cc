@@ -159,6 +159,7 @@ std::vector<TensorType> infer_matmul_bias(std::span<const TensorType> in, const 
 struct DnnlMatmul {
   dnnl::matmul primitive;
   dnnl::memory::desc a, b, c, scratchpad;
+  dnnl::memory::desc bias;  // zero when the primitive adds none
 };
 
 using dnnl_dims = dnnl::memory::dims;
@@ -183,15 +184,20 @@ dnnl::memory::desc operand_desc(const Shape& stored, size_t rank, bool transpose
   return dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
 }
 
+// `bias`, when not zero, is added by the primitive to the fp32 product before it is stored: the
+// same single rounding as matmul then add, inside each block while it is in cache.
 std::shared_ptr<const DnnlMatmul> create_matmul(const dnnl::memory::desc& a,
                                                 const dnnl::memory::desc& b,
-                                                const dnnl::memory::desc& c) {
+                                                const dnnl::memory::desc& c,
+                                                const dnnl::memory::desc& bias = {}) {
   try {
     auto mm = std::make_shared<DnnlMatmul>();
-    mm->a = a, mm->b = b, mm->c = c;
+    mm->a = a, mm->b = b, mm->c = c, mm->bias = bias;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, dnnl_rt::cpu_engine());
+    const dnnl::matmul::desc desc =
+        bias.is_zero() ? dnnl::matmul::desc(a, b, c) : dnnl::matmul::desc(a, b, bias, c);
+    const dnnl::matmul::primitive_desc pd(desc, attr, dnnl_rt::cpu_engine());
     mm->primitive = dnnl::matmul(pd);
     mm->scratchpad = pd.scratchpad_desc();
     return mm;
@@ -200,18 +206,26 @@ std::shared_ptr<const DnnlMatmul> create_matmul(const dnnl::memory::desc& a,
   }
 }
 
-// The whole (batched) product of float32 a and b under the transpose flags, for `threads`.
+// The whole (batched) product of float32 a and b under the transpose flags, for `threads`; with
+// `bias`, one value per output column added by the primitive (matmul_bias).
 std::shared_ptr<const DnnlMatmul> dnnl_matmul_whole(const Shape& as, const Shape& bs,
-                                                    const Shape& cs, bool ta, bool tb,
-                                                    int threads) {
+                                                    const Shape& cs, bool ta, bool tb, int threads,
+                                                    bool bias) {
   dnnl_rt::PrimitiveKey key("matmul");
   key.add(std::span<const int64_t>(as))
       .add(std::span<const int64_t>(bs))
-      .add({ta ? 1 : 0, tb ? 1 : 0, threads});
+      .add({ta ? 1 : 0, tb ? 1 : 0, threads, bias ? 1 : 0});
   return dnnl_rt::primitive_cache().get<DnnlMatmul>(key, [&] {
     const size_t rank = cs.size();
+    dnnl::memory::desc bias_desc;
+    if (bias) {
+      dnnl_dims dims(rank, 1), strides(rank, cs.back());
+      dims[rank - 1] = cs.back();
+      strides[rank - 1] = 1;
+      bias_desc = dnnl::memory::desc(dims, dnnl::memory::data_type::f32, strides);
+    }
     return create_matmul(operand_desc(as, rank, ta), operand_desc(bs, rank, tb),
-                         operand_desc(cs, rank, false));
+                         operand_desc(cs, rank, false), bias_desc);
   });
 }
 
@@ -230,13 +244,17 @@ std::shared_ptr<const DnnlMatmul> dnnl_matmul_block(const GemmShape& s, int64_t 
   });
 }
 
-void run_matmul(const DnnlMatmul& mm, const void* a, const void* b, void* c) {
+void run_matmul(const DnnlMatmul& mm, const void* a, const void* b, void* c,
+                const void* bias = nullptr) {
   const dnnl::engine& engine = dnnl_rt::cpu_engine();
   dnnl::stream& stream = dnnl_rt::thread_stream();
   std::unordered_map<int, dnnl::memory> args = {
       {DNNL_ARG_SRC, dnnl::memory(mm.a, engine, const_cast<void*>(a))},
       {DNNL_ARG_WEIGHTS, dnnl::memory(mm.b, engine, const_cast<void*>(b))},
       {DNNL_ARG_DST, dnnl::memory(mm.c, engine, c)}};
+  if (!mm.bias.is_zero()) {
+    args.emplace(DNNL_ARG_BIAS, dnnl::memory(mm.bias, engine, const_cast<void*>(bias)));
+  }
   if (mm.scratchpad.get_size() > 0) {
     args.emplace(
         DNNL_ARG_SCRATCHPAD,
@@ -271,11 +289,10 @@ bool matmul_dnnl(const ir::KernelContext& ctx, const GemmShape& s, const Shape& 
   if (!ctx.deterministic) {
     const int threads = dnnl_rt::kernel_threads();
     dnnl_rt::ScopedOmpThreads omp(threads);
-    const std::shared_ptr<const DnnlMatmul> mm =
-        dnnl_matmul_whole(ta.shape, tb.shape, tc.shape, s.transpose_a, s.transpose_b, threads);
+    const std::shared_ptr<const DnnlMatmul> mm = dnnl_matmul_whole(
+        ta.shape, tb.shape, tc.shape, s.transpose_a, s.transpose_b, threads, bias != nullptr);
     if (mm == nullptr) return false;
-    run_matmul(*mm, a, b, c);
-    if (bias != nullptr) add_bias_rows(c, bias, batches * s.m, s.n);
+    run_matmul(*mm, a, b, c, bias);
     return true;
   }
   const int64_t block_rows = block_rows_for(s);
@@ -514,7 +531,7 @@ dnnl_rt::Prepared prepare_matmul(std::string_view op, const dnnl_rt::PrepareRequ
   const GemmShape s = check_gemm(op, in[0], in[1], filled);
   if (s.k == 0 || runs_gemv(out[0].shape)) return {};
   return {dnnl_matmul_whole(in[0].shape, in[1].shape, out[0].shape, s.transpose_a, s.transpose_b,
-                            request.threads) != nullptr,
+                            request.threads, op == "matmul_bias") != nullptr,
           nullptr};
 }
 

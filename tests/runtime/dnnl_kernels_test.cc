@@ -355,6 +355,38 @@ TEST(DnnlKernels, DeterministicConvGivesTheSameBytesAtOneAndTwoThreads) {
   }
 }
 
+// matmul_bias hands its bias to oneDNN's primitive, which adds it to each block of the product
+// before storing it: the bytes must be those of matmul then add, at any thread count (a primitive
+// with a bias could have been a different implementation, summing k in another order).
+TEST(DnnlKernels, MatmulBiasGivesTheBytesOfMatmulThenAdd) {
+  const ir::DType f = ir::DType::kFloat32;
+  struct Case {
+    ir::Shape a, b;
+    bool transpose_b;
+  };
+  const Case cases[] = {
+      {{1024, 256}, {256, 256}, false},    // the transformer's query, key and value projections
+      {{1024, 256}, {256, 1024}, false},   // its first feed-forward layer
+      {{1024, 1024}, {1024, 256}, false},  // its second
+      {{64, 784}, {512, 784}, true},       // the mlp's first layer (Gemm, transposed weights)
+      {{130, 33}, {33, 17}, false},        // odd sizes
+      {{1000, 7}, {7, 3}, false},          // few columns
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ir::shape_to_string(c.a) + " * " + ir::shape_to_string(c.b));
+    const int64_t n = c.transpose_b ? c.b[0] : c.b[1];
+    std::vector<HostTensor> in = random_inputs({{f, c.a}, {f, c.b}, {f, {n}}}, 7);
+    const ir::Attrs attrs = {{"transpose_a", false}, {"transpose_b", c.transpose_b}};
+    for (int threads : {1, 2}) {
+      std::vector<HostTensor> product_in = {in[0], in[1]};
+      std::vector<HostTensor> add_in = {run("matmul", product_in, attrs, threads, false), in[2]};
+      const HostTensor unfused = run("add", add_in, {}, threads, false);
+      const HostTensor fused = run("matmul_bias", in, attrs, threads, false);
+      EXPECT_TRUE(fused.same_bytes(unfused)) << threads << " thread(s)";
+    }
+  }
+}
+
 TEST(DnnlKernels, DeterministicMatmulGivesTheSameBytesAtOneAndTwoThreads) {
   const ir::DType f = ir::DType::kFloat32;
   auto t = [](bool a, bool b) { return ir::Attrs{{"transpose_a", a}, {"transpose_b", b}}; };

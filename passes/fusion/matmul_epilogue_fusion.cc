@@ -4,8 +4,14 @@
 // never written and read back. Runs after elementwise-fusion, so it takes only adds that joined no
 // fused kernel (an add in a kernel already costs no pass of its own). Bit-exact: the product is
 // rounded, then the bias added, as the two ops do.
+//
+// A reshape between the two that keeps the product's last axis is seen through (a Linear over a
+// 3-D input, as ONNX imports PyTorch's: reshape to (m, k), matmul, reshape back, add the bias):
+// add(reshape(matmul(a, b)), bias) -> reshape(matmul_bias(a, b, bias)). The bias still lands on
+// the product's columns, and the reshape moves after the kernel (it copies nothing).
 
 #include <optional>
+#include <utility>
 
 #include "base/error.h"
 #include "passes/fusion/cluster.h"
@@ -15,8 +21,9 @@
 namespace mf::passes {
 namespace {
 
-// Promise: rewrites only add(matmul(a, b), bias) where the matmul's result has no other use, and
-// replaces the add's uses by the new node's output.
+// Promise: rewrites only add(matmul(a, b), bias) and add(reshape(matmul(a, b)), bias) with the
+// reshape keeping the last axis, where the matmul's result (and the reshape's) has no other use,
+// and replaces the add's uses by the new node's output (or the new reshape's).
 class MatmulEpilogueFusion final : public Pass {
  public:
   explicit MatmulEpilogueFusion(CompileOptions options) : options_(std::move(options)) {}
@@ -32,14 +39,30 @@ class MatmulEpilogueFusion final : public Pass {
  private:
   struct Match {
     ir::Node* matmul = nullptr;
+    ir::Node* reshape = nullptr;  // between the matmul and the add, or null
     ir::Value bias;
   };
 
-  // The matmul and bias of add(matmul, bias) or add(bias, matmul); the reason when it is none.
+  // The matmul under `v`: its producer, or the producer of a reshape that keeps the last axis.
+  static std::pair<ir::Node*, ir::Node*> matmul_under(const ir::Value& v) {
+    ir::Node* producer = v.node();
+    if (producer == nullptr) return {nullptr, nullptr};
+    if (producer->op() == "matmul") return {producer, nullptr};
+    if (producer->op() != "reshape") return {nullptr, nullptr};
+    ir::Node* matmul = producer->input(0).node();
+    if (matmul == nullptr || matmul->op() != "matmul") return {nullptr, nullptr};
+    const ir::Shape& product = matmul->output_type().shape;
+    const ir::Shape& reshaped = producer->output_type().shape;
+    if (reshaped.empty() || reshaped.back() != product.back()) return {nullptr, nullptr};
+    return {matmul, producer};
+  }
+
+  // The matmul and bias of add(matmul, bias) or add(bias, matmul), either possibly through a
+  // reshape; the reason when it is none.
   static std::optional<Match> match(ir::Node& add, std::string* reason, std::string* target) {
     for (size_t k = 0; k < 2; ++k) {
-      ir::Node* producer = add.input(k).node();
-      if (producer == nullptr || producer->op() != "matmul") continue;
+      const auto [producer, reshape] = matmul_under(add.input(k));
+      if (producer == nullptr) continue;
       const ir::Value bias = add.input(1 - k);
       *target = "into " + fusion::node_name(*producer);
       const ir::TensorType& product = producer->output_type();
@@ -50,11 +73,13 @@ class MatmulEpilogueFusion final : public Pass {
                   " is not one bias value per column of the product";
         return std::nullopt;
       }
-      if (producer->uses().size() != 1 || add.output_type() != product) {
+      const ir::TensorType& summed = reshape != nullptr ? reshape->output_type() : product;
+      if (producer->uses().size() != 1 || (reshape != nullptr && reshape->uses().size() != 1) ||
+          add.output_type() != summed) {
         *reason = "the product is also used elsewhere, so it must be written anyway";
         return std::nullopt;
       }
-      return Match{producer, bias};
+      return Match{producer, reshape, bias};
     }
     return std::nullopt;
   }
@@ -82,14 +107,24 @@ class MatmulEpilogueFusion final : public Pass {
       record.graph = graph.name();
       record.body = fusion::node_name(*fused);
       record.members = {fusion::node_name(*m->matmul), fusion::node_name(*add)};
+      if (m->reshape != nullptr) {
+        record.members.insert(record.members.begin() + 1, fusion::node_name(*m->reshape));
+      }
       record.rule = "matmul epilogue (bias add while each row block is in cache)";
       record.level = 2;
       record.bytes_saved =
           2 * ir::num_elements(product.shape) * static_cast<int64_t>(ir::dtype_size(product.dtype));
       record.kernel = "matmul_bias " + ir::type_to_string(product);
       report.fused(std::move(record));
-      graph.replace_all_uses(add->output(), fused->output());
+      ir::Value result = fused->output();
+      if (m->reshape != nullptr) {
+        result =
+            graph.insert_node(add, "reshape", {result}, m->reshape->attrs(), m->reshape->info())
+                ->output();
+      }
+      graph.replace_all_uses(add->output(), result);
       graph.erase_node(add);
+      if (m->reshape != nullptr) graph.erase_node(m->reshape);
       graph.erase_node(m->matmul);
       changed = true;
     }

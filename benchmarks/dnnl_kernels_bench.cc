@@ -213,9 +213,9 @@ BENCHMARK(BM_ConvColdWeights)
 // packed into panels, each time from a different copy (from memory, as a first iteration reads
 // them) into a fresh allocation (its page faults included, as on a first iteration). GB/s counts
 // the bytes read and written. Mapping the allocation's pages in one call first
-// (MADV_POPULATE_WRITE) took this from 5.0 to 3.6 ms at one thread, but resnet18's first iteration
-// went from 45.0 to 47.2 ms (medians of 10 alternating runs; in the network the allocator mostly
-// hands back pages already mapped), so it was not kept.
+// (MADV_POPULATE_WRITE) took this from 5.0 to 3.6 ms at one thread (with the row-by-row packing of
+// then), but resnet18's first iteration went from 45.0 to 47.2 ms (medians of 10 alternating runs;
+// in the network the allocator mostly hands back pages already mapped), so it was not kept.
 void BM_PackConvWeights(benchmark::State& state) {
   const ir::Shape weight_shape = {512, 512, 3, 3};
   const int64_t copies = 5;

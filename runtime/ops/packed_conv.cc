@@ -80,7 +80,7 @@ std::shared_ptr<const PackedConvWeights> pack_conv_weights(const float* weights,
   // A full panel is the OIHW weights of its 64 output channels, (64, channels, taps), permuted to
   // (taps, channels, 64): two tiled transposes (transpose_tiles.h), each output channel's
   // (channels, taps) to (taps, channels) into a per-thread buffer, then the (64, depth) result to
-  // (depth, 64). resnet18's largest, 9.4 MB: 3.2-3.4 against 4.8-5.0 ms for the earlier row-by-row
+  // (depth, 64). resnet18's largest, 9.4 MB: 3.95 against 5.1-5.8 ms for the earlier row-by-row
   // gather (BM_PackConvWeights, page faults included). The last panel, when partial, is gathered
   // row by row with its missing channels zero.
   parallel_for(packed->panels(), 1, [&](int64_t begin, int64_t end) {

@@ -36,10 +36,9 @@ FrozenWeights freeze_weights(ir::Graph& graph,
              "' is declared ", ir::type_to_string(p->type()), " but its tensor is ",
              ir::type_to_string(t.type()));
     t.sync();
-    std::vector<uint8_t> bytes(t.nbytes());
-    if (!bytes.empty()) std::memcpy(bytes.data(), t.raw_data(), bytes.size());
+    const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(t.raw_data()), t.nbytes());
     frozen.bytes += bytes.size();
-    ir::Constant* c = graph.add_constant(p->type(), std::move(bytes));
+    ir::Constant* c = graph.add_constant(p->type(), bytes);
     graph.replace_all_uses(ir::Value(p), ir::Value(c));
     frozen.tensors.push_back(t.impl());
   }

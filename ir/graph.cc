@@ -134,7 +134,7 @@ Parameter* Graph::find_parameter(std::string_view name) const {
   return nullptr;
 }
 
-Constant* Graph::add_constant(TensorType type, std::vector<uint8_t> bytes) {
+Constant* Graph::add_constant(TensorType type, std::span<const uint8_t> bytes) {
   const size_t expected =
       static_cast<size_t>(checked_byte_size(type.shape, dtype_size(type.dtype), "constant"));
   MF_CHECK(bytes.size() == expected, InvalidArgument, "constant of type ", type_to_string(type),
@@ -145,7 +145,7 @@ Constant* Graph::add_constant(TensorType type, std::vector<uint8_t> bytes) {
   }
   auto c = std::make_unique<Constant>();
   c->type_ = std::move(type);
-  c->bytes_ = std::move(bytes);
+  c->bytes_.assign(bytes.begin(), bytes.end());
   c->index_ = constants_.size();
   c->graph_ = this;
   constants_.push_back(std::move(c));

@@ -55,7 +55,7 @@ class Cse final : public Pass {
         std::vector<ir::Constant*>& same_hash = by_hash[std::hash<std::string_view>{}(head)];
         ir::Constant* first = nullptr;
         for (ir::Constant* other : same_hash) {
-          if (other->bytes() == c->bytes()) first = other;
+          if (std::ranges::equal(other->bytes(), c->bytes())) first = other;
         }
         if (first == nullptr) {
           same_hash.push_back(c);

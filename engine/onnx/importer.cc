@@ -305,7 +305,8 @@ std::optional<HostTensor> Importer::known(size_t i) {
   const std::string& name = node_->input(int(i));
   auto it = values_.find(name);
   if (it != values_.end()) {
-    if (const ir::Constant* c = it->second.constant()) return HostTensor{c->type(), c->bytes()};
+    if (const ir::Constant* c = it->second.constant())
+      return HostTensor{c->type(), {c->bytes().begin(), c->bytes().end()}};
     return std::nullopt;
   }
   auto init = initializers_.find(name);

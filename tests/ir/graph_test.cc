@@ -164,6 +164,18 @@ TEST_F(GraphTest, MultipleOutputsHaveSeparateUseLists) {
   EXPECT_THROW(g.add_node("test_relu", {Value(s, 2)}), Error);
 }
 
+// Kernels read constants in place, so their bytes start on a cache line whatever their size (glibc
+// puts a large block 16 bytes past a page; a small one on 16 bytes).
+TEST_F(GraphTest, ConstantBytesStartOnA64ByteBoundary) {
+  Graph g("main");
+  for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{1000}, int64_t{1} << 18}) {
+    const Constant* c = g.add_constant(f32({n}), std::vector<uint8_t>(n * 4, 7));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(c->bytes().data()) % 64, 0u) << n << " floats";
+    EXPECT_EQ(c->bytes().size(), static_cast<size_t>(n * 4));
+    EXPECT_EQ(c->bytes()[n * 4 - 1], 7);
+  }
+}
+
 TEST_F(GraphTest, ConstantsAndSubgraphs) {
   Graph g("main");
   Constant* c = g.add_constant<float>({2}, {1.0f, 2.5f});

@@ -4,11 +4,11 @@
 
 #include <cstdint>
 #include <cstring>
-#include <new>
 #include <random>
 #include <string_view>
 #include <vector>
 
+#include "base/aligned_allocator.h"
 #include "ir/op_def.h"
 #include "runtime/parallel.h"
 
@@ -17,17 +17,7 @@ namespace mf::runtime::ops::testing {
 // Memory at the alignment the executors give every tensor (kTensorAlignment, 64 bytes): Eigen's
 // GEMM picks its vector path by address, so a kernel is reproducible only at that alignment.
 template <typename T>
-struct TensorAligned {
-  using value_type = T;
-  TensorAligned() = default;
-  template <typename U>
-  TensorAligned(const TensorAligned<U>&) {}
-  T* allocate(size_t n) {
-    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}));
-  }
-  void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{64}); }
-  bool operator==(const TensorAligned&) const { return true; }
-};
+using TensorAligned = AlignedAllocator<T, 64>;
 
 // A tensor of any dtype in host memory aligned as the executors align tensors.
 struct HostTensor {

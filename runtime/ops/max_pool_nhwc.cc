@@ -71,27 +71,22 @@ void pool_blocks(const float* x, float* out, const WindowGeometry& g, int64_t n,
   for (int b = 0; b < kBlocks; ++b) _mm512_storeu_ps(out + c + 16 * b, acc[b]);
 }
 
+// The last `blocks` (< 8) blocks from c: pool_blocks with that many chains.
+template <int kMax>
+void pool_last_blocks(const float* x, float* out, const WindowGeometry& g, int64_t n, int64_t oy,
+                      int64_t ox, int64_t c, int64_t blocks) {
+  if constexpr (kMax > 0) {
+    if (blocks == kMax) return pool_blocks<kMax>(x, out, g, n, oy, ox, c);
+    pool_last_blocks<kMax - 1>(x, out, g, n, oy, ox, c, blocks);
+  }
+}
+
 // Every channel of the pixel, eight blocks at a time; `channels` is a multiple of 16.
 void pool_pixel_blocks(const float* x, float* out, const WindowGeometry& g, int64_t n, int64_t oy,
                        int64_t ox) {
   int64_t c = 0;
   for (; c + 128 <= g.channels; c += 128) pool_blocks<8>(x, out, g, n, oy, ox, c);
-  switch ((g.channels - c) / 16) {
-    case 7:
-      return pool_blocks<7>(x, out, g, n, oy, ox, c);
-    case 6:
-      return pool_blocks<6>(x, out, g, n, oy, ox, c);
-    case 5:
-      return pool_blocks<5>(x, out, g, n, oy, ox, c);
-    case 4:
-      return pool_blocks<4>(x, out, g, n, oy, ox, c);
-    case 3:
-      return pool_blocks<3>(x, out, g, n, oy, ox, c);
-    case 2:
-      return pool_blocks<2>(x, out, g, n, oy, ox, c);
-    case 1:
-      return pool_blocks<1>(x, out, g, n, oy, ox, c);
-  }
+  pool_last_blocks<7>(x, out, g, n, oy, ox, c, (g.channels - c) / 16);
 }
 #endif
 

@@ -42,6 +42,14 @@ struct Buffer {
   ir::TensorView view() { return {data.data(), type}; }
 };
 
+// A rate counter: `per_iteration` units (flops, bytes) each iteration, reported in billions per
+// second under `name`; nothing when there is nothing to count.
+void report_rate(benchmark::State& state, const char* name, double per_iteration) {
+  if (per_iteration <= 0) return;
+  state.counters[name] =
+      benchmark::Counter(per_iteration * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+
 // Runs one op's kernel through the registry, as an executor would, timing the kernel only.
 void run_op(benchmark::State& state, const std::string& name, std::vector<ir::Shape> inputs,
             ir::Attrs attrs, double flops) {
@@ -63,10 +71,7 @@ void run_op(benchmark::State& state, const std::string& name, std::vector<ir::Sh
     op.kernel(ctx);
     benchmark::DoNotOptimize(out.data.data());
   }
-  if (flops > 0) {
-    state.counters["GFLOP/s"] =
-        benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
-  }
+  report_rate(state, "GFLOP/s", flops);
 }
 
 struct ConvShape {
@@ -97,17 +102,23 @@ const ConvShape kConvs[] = {
     {"1x1_320to1280_7", 320, 7, 1280, 1, 1, 0, 1},
 };
 
+// conv2d's attributes for shape `s` (square window and stride, symmetric padding) and its flops.
+ir::Attrs conv_attrs(const ConvShape& s) {
+  return {{"stride", std::vector<int64_t>{s.stride, s.stride}},
+          {"padding", std::vector<int64_t>{s.pad, s.pad}},
+          {"dilation", std::vector<int64_t>{1, 1}},
+          {"groups", s.groups}};
+}
+double conv_flops(const ConvShape& s) {
+  const int64_t out = (s.h + 2 * s.pad - s.k) / s.stride + 1;
+  return 2.0 * s.o * out * out * (s.c / s.groups) * s.k * s.k;
+}
+
 void BM_Conv(benchmark::State& state) {
   const ConvShape& s = kConvs[state.range(0)];
   state.SetLabel(s.label);
-  const int64_t out = (s.h + 2 * s.pad - s.k) / s.stride + 1;
-  const double flops = 2.0 * s.o * out * out * (s.c / s.groups) * s.k * s.k;
-  run_op(state, "conv2d", {{1, s.c, s.h, s.h}, {s.o, s.c / s.groups, s.k, s.k}},
-         {{"stride", std::vector<int64_t>{s.stride, s.stride}},
-          {"padding", std::vector<int64_t>{s.pad, s.pad}},
-          {"dilation", std::vector<int64_t>{1, 1}},
-          {"groups", s.groups}},
-         flops);
+  run_op(state, "conv2d", {{1, s.c, s.h, s.h}, {s.o, s.c / s.groups, s.k, s.k}}, conv_attrs(s),
+         conv_flops(s));
 }
 BENCHMARK(BM_Conv)
     ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kConvs) - 1, 1), {1, 2}})
@@ -166,14 +177,10 @@ void BM_ConvColdWeights(benchmark::State& state) {
   const ConvShape& s = kColdConvs[state.range(0)];
   const bool onednn = state.range(2) == 1;
   state.SetLabel(std::string(s.label) + (onednn ? " onednn" : " picked"));
-  const int64_t out = (s.h + 2 * s.pad - s.k) / s.stride + 1;
-  const double flops = 2.0 * s.o * out * out * s.c * s.k * s.k;
+  const double flops = conv_flops(s);
   const ir::OpDef& op = ir::get_op("conv2d");
-  ir::Attrs attrs = {{"stride", std::vector<int64_t>{s.stride, s.stride}},
-                     {"padding", std::vector<int64_t>{s.pad, s.pad}},
-                     {"dilation", std::vector<int64_t>{1, 1}},
-                     {"groups", int64_t{1}},
-                     {"data_format", std::string("NHWC")}};
+  ir::Attrs attrs = conv_attrs(s);  // every shape here has one group
+  attrs["data_format"] = std::string("NHWC");
   Buffer x({1, s.h, s.h, s.c});
   const ir::Shape weight_shape = {s.o, s.c, s.k, s.k};
   const int64_t weight_bytes = ir::num_elements(weight_shape) * 4;
@@ -200,10 +207,7 @@ void BM_ConvColdWeights(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data.data());
   }
   mf::runtime::dnnl_rt::set_conv_layout(ConvLayout::kAuto);
-  if (flops > 0) {
-    state.counters["GFLOP/s"] =
-        benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
-  }
+  report_rate(state, "GFLOP/s", flops);
 }
 BENCHMARK(BM_ConvColdWeights)
     ->ArgsProduct({benchmark::CreateDenseRange(0, std::size(kColdConvs) - 1, 1), {1, 2}, {0, 1}})
@@ -233,9 +237,7 @@ void BM_PackConvWeights(benchmark::State& state) {
     benchmark::DoNotOptimize(packed->data.get());
     next = (next + 1) % copies;
   }
-  state.counters["GB/s"] =
-      benchmark::Counter(2.0 * 4 * ir::num_elements(weight_shape) * state.iterations() / 1e9,
-                         benchmark::Counter::kIsRate);
+  report_rate(state, "GB/s", 2.0 * 4 * ir::num_elements(weight_shape));
 }
 BENCHMARK(BM_PackConvWeights)->Arg(1)->Arg(2)->Unit(benchmark::kMicrosecond);
 
@@ -291,9 +293,7 @@ void BM_LayoutTranspose(benchmark::State& state) {
   const Case& c = cases[state.range(0)];
   state.SetLabel(c.label);
   run_op(state, "transpose", {c.x}, {{"perm", c.perm}}, 0);
-  state.counters["GB/s"] =
-      benchmark::Counter(2.0 * sizeof(float) * ir::num_elements(c.x) * state.iterations() / 1e9,
-                         benchmark::Counter::kIsRate);
+  report_rate(state, "GB/s", 2.0 * sizeof(float) * ir::num_elements(c.x));
 }
 BENCHMARK(BM_LayoutTranspose)
     ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 2}})
@@ -309,8 +309,7 @@ void BM_ConcatChannels(benchmark::State& state) {
   const Case& c = cases[state.range(0)];
   state.SetLabel("2x" + std::to_string(c.c) + "_" + std::to_string(c.h));
   run_op(state, "concat", {{1, c.h, c.h, c.c}, {1, c.h, c.h, c.c}}, {{"axis", int64_t{3}}}, 0);
-  state.counters["GB/s"] = benchmark::Counter(
-      2.0 * 2 * 4 * c.h * c.h * c.c * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+  report_rate(state, "GB/s", 2.0 * 2 * 4 * c.h * c.h * c.c);
 }
 BENCHMARK(BM_ConcatChannels)->ArgsProduct({{0, 1, 2, 3}, {1, 2}})->Unit(benchmark::kMicrosecond);
 
@@ -369,10 +368,7 @@ void BM_FmaPeak(benchmark::State& state) {
   }
   benchmark::DoNotOptimize(sink.load());
   const double flops = 2.0 * 16 * kAccumulators * kIterations * threads;
-  if (flops > 0) {
-    state.counters["GFLOP/s"] =
-        benchmark::Counter(flops * state.iterations() / 1e9, benchmark::Counter::kIsRate);
-  }
+  report_rate(state, "GFLOP/s", flops);
 }
 BENCHMARK(BM_FmaPeak)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 

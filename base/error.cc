@@ -58,10 +58,31 @@ void throw_error(ErrorKind kind, std::string message, const char* file, int line
 }
 }  // namespace detail
 
-std::string cut_for_message(std::string_view text, size_t max_chars) {
-  if (text.size() <= max_chars) return std::string(text);
-  return std::string(text.substr(0, max_chars)) + "... (" +
-         std::to_string(text.size() - max_chars) + " more characters)";
+std::string echo(std::string_view text, size_t max_chars) {
+  const std::string_view shown = text.substr(0, max_chars);
+  std::string out;
+  out.reserve(shown.size() + 16);
+  for (const char ch : shown) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\r') {
+      out += "\\r";
+    } else if (ch == '\t') {
+      out += "\\t";
+    } else if (byte < 0x20 || byte >= 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    } else {
+      out += ch;
+    }
+  }
+  if (text.size() > max_chars) {
+    out += "... (" + std::to_string(text.size() - max_chars) + " more characters)";
+  }
+  return out;
 }
 
 }  // namespace mf

@@ -46,9 +46,11 @@ class Error : public std::runtime_error {
   std::string full_;
 };
 
-// Cuts text quoted in an error message to at most max_chars: the head, then
-// "... (N more characters)", so that hostile input never makes a message of hundreds of KB.
-std::string cut_for_message(std::string_view text, size_t max_chars = 200);
+// Text from input (a file, a key, a value, a name) as a message may quote it: control bytes and
+// bytes outside printable ASCII escaped (\n, \t, \x1b, ...), so a message stays one line and a
+// terminal never interprets it, and cut to max_chars of the input, then "... (N more
+// characters)", so hostile input never makes a message of hundreds of KB.
+std::string echo(std::string_view text, size_t max_chars = 200);
 
 namespace detail {
 template <typename... Args>

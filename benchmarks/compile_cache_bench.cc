@@ -9,7 +9,7 @@
 //   hit/<jit>           what a later process pays: key + load + executor
 // The tracing itself is outside every figure, as it is outside GRAPH mode's compile_ms. Within one
 // process every cost is warm (code paged in, allocator primed); `mf run` in a fresh process pays
-// more for each phase, so the README's ratios come from process pairs, these from one run:
+// more for each phase, so docs/performance.md's ratios come from process pairs, these from one run:
 //   build/benchmarks/compile_cache_bench --benchmark_min_time=0.5
 
 #include <benchmark/benchmark.h>
@@ -21,10 +21,10 @@
 
 #include "context/context.h"
 #include "engine/compile_cache/compile_cache.h"
-#include "engine/driver.h"
 #include "engine/engine_state.h"
+#include "engine/graph/driver.h"
+#include "engine/graph/trace.h"
 #include "engine/models/registry.h"
-#include "engine/trace.h"
 #include "ir/serialize.h"
 #include "runtime/graph_executor.h"
 

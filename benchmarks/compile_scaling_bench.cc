@@ -13,8 +13,8 @@
 #include <string>
 
 #include "context/context.h"
-#include "engine/driver.h"
 #include "engine/engine_state.h"
+#include "engine/graph/driver.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
 

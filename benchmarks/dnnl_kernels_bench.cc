@@ -23,7 +23,7 @@
 
 #include "ir/op_def.h"
 #include "runtime/dnnl/engine.h"
-#include "runtime/ops/packed_conv.h"
+#include "runtime/kernels/packed_conv.h"
 #include "runtime/parallel.h"
 
 namespace {
@@ -156,7 +156,7 @@ BENCHMARK(BM_DepthwiseNhwc)
     ->ArgsProduct({benchmark::CreateDenseRange(0, 9, 1), {1, 2}})
     ->Unit(benchmark::kMicrosecond);
 
-// The convolutions the packed-weights kernel takes (runtime/ops/packed_conv.cc), channels-last,
+// The convolutions the packed-weights kernel takes (runtime/kernels/packed_conv.cc), channels-last,
 // with their weights coming from memory as in a network: each iteration uses the next of enough
 // weight copies (each kept in its kernel's layout under its own content identity, as a network's
 // are) that 40 MB of other weights pass between two uses of one. Third argument: 0 = the kernel
@@ -254,7 +254,7 @@ void BM_Matmul(benchmark::State& state) {
 BENCHMARK(BM_Matmul)->ArgsProduct({{0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
 
 // Max pools as the networks run them: squeezenet1_0's first and resnet18's, channels last
-// (runtime/ops/max_pool_nhwc.cc; oneDNN 2.6's channels-last pool took 0.525 ms on the first,
+// (runtime/kernels/max_pool_nhwc.cc; oneDNN 2.6's channels-last pool took 0.525 ms on the first,
 // `ONEDNN_VERBOSE=1`), and resnet18's in NCHW (oneDNN).
 void BM_MaxPool(benchmark::State& state) {
   struct Case {
@@ -277,8 +277,8 @@ void BM_MaxPool(benchmark::State& state) {
 BENCHMARK(BM_MaxPool)->ArgsProduct({{0, 1, 2}, {1, 2}})->Unit(benchmark::kMicrosecond);
 
 // The transposes format-transform puts at the edges of a channels-last chain: each network's input
-// into NHWC and its last feature map back to NCHW (runtime/ops/strided.cc). Reported as bytes moved
-// (read + written) per second, to set beside the machine's copy bandwidth.
+// into NHWC and its last feature map back to NCHW (runtime/kernels/strided.cc). Reported as bytes
+// moved (read + written) per second, to set beside the machine's copy bandwidth.
 void BM_LayoutTranspose(benchmark::State& state) {
   struct Case {
     const char* label;

@@ -24,8 +24,7 @@ void apply_entry(State& state, std::string_view key, const Json& value,
         std::tuple{kPsPrefix, kSetPsApi, &ps_keys(), &state.ps}}) {
     if (key == prefix) {
       MF_CHECK(value.is_object(), InvalidArgument, "For '", kSetContextApi, "', '", prefix,
-               "' must be a dict of ", api, " keys, but got ", cut_for_message(describe(value)),
-               ".");
+               "' must be a dict of ", api, " keys, but got ", echo(describe(value)), ".");
       for (const auto& [name, item] : value.items()) {
         detail::apply_key(api, *table, *target, name, item, warnings);
       }
@@ -42,8 +41,7 @@ void apply_entry(State& state, std::string_view key, const Json& value,
 // Validates a whole change into `state`; re-reads env_config_path when the change names it.
 void apply_change(State& state, const Json& values, std::vector<PendingWarning>& warnings) {
   MF_CHECK(values.is_object(), InvalidArgument, "For '", kSetContextApi,
-           "', expected an object of key -> value, but got ", cut_for_message(describe(values)),
-           ".");
+           "', expected an object of key -> value, but got ", echo(describe(values)), ".");
   bool env_config_touched = false;
   for (const auto& [key, value] : values.items()) {
     apply_entry(state, key, value, warnings);

@@ -70,8 +70,7 @@ nlohmann::json read_json_document(const std::filesystem::path& file, std::string
     if (const auto bracket = reason.find("] "); bracket != std::string::npos) {
       reason = reason.substr(bracket + 2);
     }
-    MF_FAIL(InvalidArgument, what, " '", file.string(),
-            "' cannot be read: ", cut_for_message(reason, 120),
+    MF_FAIL(InvalidArgument, what, " '", file.string(), "' cannot be read: ", echo(reason, 120),
             "; write numbers that fit a double");
   }
 }

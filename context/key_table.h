@@ -59,8 +59,8 @@ struct KeySpec {
   // toggles every key and compiles, tests/context/key_walk_test.cc).
   bool compile_relevant = false;
   std::string doc;  // one line
-  // What the key does in this engine on CPU, or ("none: ...") why it does nothing here. README's
-  // key table and the no-effect warning quote it.
+  // What the key does in this engine on CPU, or ("none: ...") why it does nothing here. The key
+  // table (docs/context-keys.md) and the no-effect warning quote it.
   std::string on_cpu;
   std::string deprecated;            // non-empty: the warning printed when the key is set
   std::string alias_of;              // a deprecated key that writes another key instead

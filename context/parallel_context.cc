@@ -13,8 +13,7 @@ using detail::State;
 void set_in_table(std::string_view api, const std::vector<KeySpec>& table, Json State::*target,
                   const Json& values) {
   MF_CHECK(values.is_object(), InvalidArgument, "For '", api,
-           "', expected an object of key -> value, but got ", cut_for_message(describe(values)),
-           ".");
+           "', expected an object of key -> value, but got ", echo(describe(values)), ".");
   detail::update_state([&](State& state, std::vector<PendingWarning>& warnings) {
     for (const auto& [key, value] : values.items()) {
       detail::apply_key(api, table, state.*target, key, value, warnings);

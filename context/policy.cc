@@ -258,17 +258,6 @@ std::string_view to_string(Executor executor) {
 std::string_view to_string(ExecutionMode mode) {
   return mode == ExecutionMode::kGraph ? "GRAPH_MODE" : "PYNATIVE_MODE";
 }
-std::string_view to_string(JitLevel level) {
-  switch (level) {
-    case JitLevel::kO0:
-      return "O0";
-    case JitLevel::kO1:
-      return "O1";
-    case JitLevel::kO2:
-      return "O2";
-  }
-  return "?";
-}
 std::string_view to_string(MemoryOptimizeLevel level) {
   return level == MemoryOptimizeLevel::kO0 ? "O0" : "O1";
 }

@@ -8,20 +8,21 @@
 #include <string_view>
 #include <vector>
 
+#include "base/jit_level.h"
 #include "context/context.h"
 #include "context/graph_kernel_flags.h"
 
 namespace mf::context {
 
 enum class ExecutionMode { kGraph, kPynative };
-enum class JitLevel { kO0, kO1, kO2 };
+using mf::JitLevel;
+using mf::to_string;
 enum class MemoryOptimizeLevel { kO0, kO1 };
 enum class DebugLevel { kRelease, kDebug };
 // What runs a compiled graph: kernel by kernel (jit O0/O1) or the whole graph sunk (O2).
 enum class Executor { kKernelByKernel, kSink };
 
 std::string_view to_string(ExecutionMode mode);  // "GRAPH_MODE" / "PYNATIVE_MODE"
-std::string_view to_string(JitLevel level);      // "O0" / "O1" / "O2"
 std::string_view to_string(MemoryOptimizeLevel level);
 std::string_view to_string(DebugLevel level);
 std::string_view to_string(Executor executor);  // "KernelExecutor" / "SinkExecutor"
@@ -60,7 +61,7 @@ struct Policy {
   // between them (jit_level O1 and up, unless disable_format_transform).
   Decision<bool> format_transform;
   // PYNATIVE: an eager convolution leaves its output in channels-last order for the next one
-  // (engine/eager_layout.h), unless disable_format_transform.
+  // (engine/eager/eager_layout.h), unless disable_format_transform.
   Decision<bool> eager_channels_last;
   // Graph-kernel fusion: 0 none, 1 basic, 2 + CSE and simplification, 3 + stitch and parallel
   // fusion.

@@ -55,7 +55,7 @@ void set_recursion_limit(int recursion_limit) {
   set_through("set_recursion_limit", {{"max_call_depth", recursion_limit}});
 }
 
-namespace runtime {
+namespace context::runtime {
 
 void set_memory(std::string_view init_size, std::string_view increase_size,
                 std::string_view max_size, std::string_view optimize_level) {
@@ -79,13 +79,13 @@ void dispatch_threads_num(int num_threads) {
   set_through("runtime.dispatch_threads_num", {{"inter_op_parallel_num", num_threads}});
 }
 
-}  // namespace runtime
+}  // namespace context::runtime
 
-namespace device_context::cpu::op_tuning {
+namespace context::device_context::cpu::op_tuning {
 void threads_num(int num_threads) {
   set_through("device_context.cpu.op_tuning.threads_num", {{"runtime_num_threads", num_threads}});
 }
-}  // namespace device_context::cpu::op_tuning
+}  // namespace context::device_context::cpu::op_tuning
 
 void configure_from_environment(const std::function<const char*(const char*)>& getenv) {
   const auto read = [&](const char* name) -> std::optional<std::string> {

@@ -36,17 +36,17 @@ void configure_from_environment(const std::function<const char*(const char*)>& g
                                       return static_cast<const char*>(std::getenv(name));
                                     });
 
-namespace runtime {
+namespace context::runtime {
 // Sizes are "xxGB" as in MindSpore; an empty string leaves the setting unchanged. init_size is
 // accepted and checked: the pool grows on demand, so there is nothing to reserve up front.
 void set_memory(std::string_view init_size = "", std::string_view increase_size = "",
                 std::string_view max_size = "", std::string_view optimize_level = "");
 void launch_blocking();
 void dispatch_threads_num(int num_threads);
-}  // namespace runtime
+}  // namespace context::runtime
 
-namespace device_context::cpu::op_tuning {
+namespace context::device_context::cpu::op_tuning {
 void threads_num(int num_threads);
-}  // namespace device_context::cpu::op_tuning
+}  // namespace context::device_context::cpu::op_tuning
 
 }  // namespace mf

@@ -28,13 +28,13 @@ std::string shown(const KeySpec& spec, std::string_view path) {
 [[noreturn]] void fail_value(std::string_view api, const KeySpec& spec, std::string_view path,
                              const Json& value, std::string_view allowed) {
   MF_FAIL(InvalidArgument, "For '", api, "', the value of '", shown(spec, path), "' must be ",
-          allowed, ", but got ", cut_for_message(describe(value)), ".");
+          allowed, ", but got ", echo(describe(value)), ".");
 }
 
 [[noreturn]] void fail_text(std::string_view api, std::string_view name, std::string_view allowed,
                             std::string_view text) {
   MF_FAIL(InvalidArgument, "For '", api, "', the value of '", name, "' must be ", allowed,
-          ", but got '", cut_for_message(text), "'.");
+          ", but got '", echo(text), "'.");
 }
 
 std::optional<std::int64_t> parse_int(std::string_view text) {
@@ -169,6 +169,11 @@ Json normalize_by_type(std::string_view api, const KeySpec& spec, std::string_vi
       return normalize_int(api, spec, path, value);
     case ValueType::kString:
       if (!value.is_string()) fail_value(api, spec, path, value, "a string");
+      // Strings name paths and options: a NUL byte would cut them silently where the system reads
+      // them.
+      if (value.get<std::string>().find('\0') != std::string::npos) {
+        fail_value(api, spec, path, value, "a string without NUL bytes");
+      }
       return value;
     case ValueType::kChoice:
       return normalize_choice(api, spec, path, value);
@@ -290,7 +295,7 @@ Json value_from_text(std::string_view api, const KeySpec& spec, std::string_view
       Json parsed = Json::parse(text, nullptr, /*allow_exceptions=*/false);
       MF_CHECK(!parsed.is_discarded(), InvalidArgument, "For '", api, "', the value of '", name,
                "' must be written as JSON (for example ", spec.example.dump(), "), but got '",
-               cut_for_message(text), "'.");
+               echo(text), "'.");
       return parsed;
     }
   }
@@ -320,7 +325,7 @@ std::uint64_t parse_memory_size(std::string_view text) {
 
 Json read_env_config(const std::string& path) {
   const Json document = read_json_document(path, "env_config_path file");
-  const std::string where = "env_config_path file '" + path + "'";
+  const std::string where = "env_config_path file '" + echo(path) + "'";
   MF_CHECK(document.is_object(), InvalidArgument, where,
            " must hold a JSON object such as {\"sys\": {\"mem_Reuse\": true}}, but holds ",
            document.type_name());
@@ -336,12 +341,13 @@ Json read_env_config(const std::string& path) {
         MF_CHECK(
             value == 1 || value == 2, InvalidArgument, where,
             ": rdr.mode must be 1 (export on failure) or 2 (on failure and at normal end), got ",
-            value.dump());
+            echo(value.dump()));
       } else if (name == "path") {
         MF_CHECK(value.is_string() && std::filesystem::path(value.get<std::string>()).is_absolute(),
-                 InvalidArgument, where, ": rdr.path must be an absolute path, got ", value.dump());
+                 InvalidArgument, where, ": rdr.path must be an absolute path, got ",
+                 echo(value.dump()));
       } else {
-        MF_FAIL(InvalidArgument, where, ": rdr has no field '", name,
+        MF_FAIL(InvalidArgument, where, ": rdr has no field '", echo(name),
                 "' (fields: enable, mode, path)");
       }
       out["rdr"][name] = value;
@@ -352,7 +358,7 @@ Json read_env_config(const std::string& path) {
     MF_CHECK(sys.is_object(), InvalidArgument, where, ": \"sys\" must be an object");
     if (sys.contains("mem_Reuse")) {
       MF_CHECK(sys["mem_Reuse"].is_boolean(), InvalidArgument, where,
-               ": sys.mem_Reuse must be true or false, got ", sys["mem_Reuse"].dump());
+               ": sys.mem_Reuse must be true or false, got ", echo(sys["mem_Reuse"].dump()));
       out["sys"]["mem_Reuse"] = sys["mem_Reuse"];
     }
   }
@@ -361,7 +367,7 @@ Json read_env_config(const std::string& path) {
 
 void check_device_target(std::string_view api, const KeySpec&, const Json& value) {
   MF_CHECK(value == "CPU", Unsupported, "For '", api, "', device_target '",
-           value.get<std::string>(),
+           echo(value.get<std::string>()),
            "' is not available in this build: modeflow runs on CPU only; use device_target='CPU'.");
 }
 

@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "base/logging.h"
-#include "engine/print_file.h"
+#include "engine/io/print_file.h"
 #include "runtime/eager_executor.h"
 #include "runtime/memory_pool.h"
 

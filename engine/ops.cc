@@ -1,6 +1,6 @@
 #include "engine/ops.h"
 
-#include "engine/dispatch.h"
+#include "engine/eager/dispatch.h"
 
 namespace mf::ops {
 namespace {

@@ -5,11 +5,11 @@
 #include <cstring>
 #include <limits>
 
-#include "engine/dispatch.h"
-#include "engine/eager_layout.h"
+#include "engine/eager/dispatch.h"
+#include "engine/eager/eager_layout.h"
+#include "engine/eager/pynative_recorder.h"
 #include "engine/engine_state.h"
-#include "engine/npy.h"
-#include "engine/pynative_recorder.h"
+#include "engine/io/npy.h"
 #include "runtime/eager_executor.h"
 
 namespace mf {
@@ -62,7 +62,7 @@ void Tensor::sync() const {
 }
 
 const void* Tensor::raw_data() const {
-  // Channels-last storage (engine/eager_layout.h) is read through its NCHW copy.
+  // Channels-last storage (engine/eager/eager_layout.h) is read through its NCHW copy.
   if (type(); impl_->channels_last) return engine::plain_tensor(*this).raw_data();
   sync();
   MF_CHECK(impl_->buffer != nullptr, InvalidArgument,

@@ -27,8 +27,8 @@ struct TensorImpl {
   std::shared_ptr<runtime::Buffer> buffer;
   uint64_t ready_seq = 0;  // the eager task writing the buffer; 0 when the data is ready
   // PYNATIVE only: the buffer holds this rank-4 (N, C, H, W) tensor in (N, H, W, C) order, as an
-  // eager convolution left it for the next one (engine/eager_layout.h). Set when the tensor is
-  // made, cleared only by Tensor::mutable_raw_data after every queued op has run.
+  // eager convolution left it for the next one (engine/eager/eager_layout.h). Set when the tensor
+  // is made, cleared only by Tensor::mutable_raw_data after every queued op has run.
   bool channels_last = false;
   // The (N, C, H, W)-ordered copy of a channels-last tensor, made once when first needed.
   std::shared_ptr<TensorImpl> plain;

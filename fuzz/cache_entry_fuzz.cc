@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mf;
-  using namespace mf::engine::cache_internal;
+  using namespace mf::engine::detail;
   const std::string_view bytes = fuzz::as_text(data, size);
   fuzz::accepts([&] {
     proto::CacheEntryHeader header;

@@ -55,17 +55,28 @@ inline std::filesystem::path write_scratch(std::string_view target, const uint8_
   return path;
 }
 
+// What the first accepts() of the current input decided, for the replay: the committed seeds are
+// valid files and must still be accepted, or a reader that refused everything would pass.
+enum class FirstVerdict { kNotAsked, kAccepted, kRefused };
+inline FirstVerdict& first_verdict() {
+  static FirstVerdict verdict = FirstVerdict::kNotAsked;
+  return verdict;
+}
+
 // Runs `read`; returns whether it succeeded. A clean refusal returns false; a finding aborts.
 template <class Fn>
 bool accepts(Fn&& read) {
+  FirstVerdict& first = first_verdict();
   try {
     read();
+    if (first == FirstVerdict::kNotAsked) first = FirstVerdict::kAccepted;
     return true;
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kInternal) {
       std::fprintf(stderr, "fuzz: Internal error (a bug): %s\n", e.what());
       std::abort();
     }
+    if (first == FirstVerdict::kNotAsked) first = FirstVerdict::kRefused;
     return false;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz: an exception other than mf::Error escaped: %s\n", e.what());

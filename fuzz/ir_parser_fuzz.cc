@@ -5,8 +5,8 @@
 #include <map>
 #include <string>
 
-#include "engine/dispatch.h"
-#include "engine/ir_runner.h"
+#include "engine/eager/dispatch.h"
+#include "engine/eager/ir_runner.h"
 #include "fuzz/fuzz_support.h"
 #include "ir/parser.h"
 #include "ir/printer.h"

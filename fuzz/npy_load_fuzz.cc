@@ -1,7 +1,7 @@
 // The .npy loader (`mf run --input NAME=FILE.npy`): any file loads into an array whose bytes match
 // its dtype and shape exactly, or is refused with an error.
 
-#include "engine/npy.h"
+#include "engine/io/npy.h"
 #include "fuzz/fuzz_support.h"
 #include "ir/dtype.h"
 

@@ -1,9 +1,9 @@
 // The ONNX importer (`mf run FILE.onnx`): any bytes import into a graph that verifies, or are
 // refused with an error; a small imported graph also runs op by op with its own weights.
 
-#include "engine/dispatch.h"
-#include "engine/ir_runner.h"
-#include "engine/onnx/importer.h"
+#include "engine/eager/dispatch.h"
+#include "engine/eager/ir_runner.h"
+#include "engine/io/onnx/importer.h"
 #include "fuzz/fuzz_support.h"
 #include "ir/verifier.h"
 

@@ -1,9 +1,9 @@
 // The print-file reader (`mf print-parse FILE`): any file reads into tensors whose bytes match
 // their shapes, or is refused with an error.
 
-#include "engine/print_file.h"
+#include "engine/io/print_file.h"
 #include "fuzz/fuzz_support.h"
-#include "runtime/ops/print_sink.h"
+#include "runtime/kernels/print_sink.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   mf::fuzz::quiet_logs();

@@ -1,8 +1,11 @@
 // A main for the fuzz targets in ordinary builds (GCC, no libFuzzer): runs a target's
 // LLVMFuzzerTestOneInput once over every file given, or every file in the directories given. ctest
 // replays each committed corpus (seeds and past findings) this way, so a regression fails the
-// normal suite without a Clang build; a finding aborts, as under libFuzzer.
+// normal suite without a Clang build; a finding aborts, as under libFuzzer. A file named as
+// libFuzzer names a finding (crash-, timeout-, leak-, oom-, slow-unit-) may be refused; every other
+// file is a valid seed, and the reader refusing it fails the replay.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +13,8 @@
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include "fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv);
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
@@ -27,6 +32,8 @@ int main(int argc, char** argv) {
       files.push_back(arg);
     }
   }
+  size_t seeds = 0;
+  std::sort(files.begin(), files.end());
   for (const auto& file : files) {
     std::ifstream in(file, std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -35,8 +42,21 @@ int main(int argc, char** argv) {
       return 2;
     }
     std::fprintf(stderr, "replay: %s\n", file.c_str());
+    mf::fuzz::first_verdict() = mf::fuzz::FirstVerdict::kNotAsked;
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+    const std::string name = file.filename().string();
+    bool finding = false;
+    for (const char* prefix : {"crash-", "timeout-", "leak-", "oom-", "slow-unit-"}) {
+      finding = finding || name.rfind(prefix, 0) == 0;
+    }
+    if (!finding) {
+      ++seeds;
+      if (mf::fuzz::first_verdict() != mf::fuzz::FirstVerdict::kAccepted) {
+        std::fprintf(stderr, "replay: the seed %s is a valid file but was refused\n", file.c_str());
+        return 3;
+      }
+    }
   }
-  std::printf("replayed %zu inputs\n", files.size());
+  std::printf("replayed %zu inputs, %zu of them seeds, each accepted\n", files.size(), seeds);
   return files.empty() ? 1 : 0;
 }

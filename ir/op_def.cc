@@ -61,6 +61,16 @@ const OpDef* register_op(OpDef def) {
   MF_CHECK(!def.name.empty(), Internal, "an op was registered with an empty name");
   MF_CHECK(ops.find(def.name) == ops.end(), Internal, "op '", def.name,
            "' is registered twice; every op name must be defined in exactly one file");
+  // A result with no elements has nothing to compute: the kernel is not called, so no kernel's
+  // work can scale with anything but the bytes (a softmax over 2^40 empty rows), and no kernel
+  // meets an empty operand it was not written for. Side effects (print) still run.
+  if (def.kernel && !def.has(Trait::kSideEffect) && !def.has(Trait::kControlFlow)) {
+    def.kernel = [kernel = std::move(def.kernel)](const KernelContext& ctx) {
+      bool empty = !ctx.outputs.empty();
+      for (const TensorView& out : ctx.outputs) empty = empty && num_elements(out.type.shape) == 0;
+      if (!empty) kernel(ctx);
+    };
+  }
   auto owned = std::make_unique<OpDef>(std::move(def));
   const OpDef* raw = owned.get();
   ops.emplace(raw->name, std::move(owned));

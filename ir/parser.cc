@@ -274,6 +274,16 @@ class Parser {
   std::unique_ptr<Graph> parse_module() {
     std::unique_ptr<Graph> root;
     std::unordered_map<std::string, Graph*> by_path;
+    // The printer's first line, "# IR entry: @name", when the file has it: it must name the graph
+    // that runs (the first one), or the file says one thing and runs another.
+    std::optional<Token> entry_line;
+    for (size_t i = 0; i < tokens_.size() && tokens_[i].kind == Tok::kComment; ++i) {
+      constexpr std::string_view kEntry = "# IR entry: @";
+      if (tokens_[i].text.substr(0, kEntry.size()) == kEntry) {
+        entry_line = tokens_[i];
+        break;
+      }
+    }
     do {
       expect_word("subgraph");
       const Token& ref = expect(Tok::kGraphRef, "a graph name such as '@main'");
@@ -282,6 +292,18 @@ class Parser {
       if (!root) {
         if (path.find('/') != std::string::npos) fail_at(ref, "the entry graph's name has no '/'");
         check_graph_name(ref, path);
+        if (entry_line) {
+          std::string_view named =
+              entry_line->text.substr(std::string_view("# IR entry: @").size());
+          while (!named.empty() && (named.back() == ' ' || named.back() == '\r')) {
+            named.remove_suffix(1);
+          }
+          if (named != path) {
+            fail_at(*entry_line, "the entry line names @" + echo(std::string(named), 80) +
+                                     " but the first subgraph, the one that runs, is @" + path +
+                                     ": make them agree");
+          }
+        }
         root = std::make_unique<Graph>(path);
         graph = root.get();
       } else {
@@ -290,7 +312,7 @@ class Parser {
         // per level, so the nesting is bounded.
         if (std::count(path.begin(), path.end(), '/') >= kMaxSubgraphNesting) {
           fail_at(ref, detail::str_cat("subgraphs nested at most ", kMaxSubgraphNesting,
-                                       " deep, found @", cut_for_message(path, 80)));
+                                       " deep, found @", echo(path, 80)));
         }
         Graph* parent = root.get();
         std::string name = path;
@@ -303,8 +325,10 @@ class Parser {
           parent = it->second;
           name = path.substr(slash + 1);
         }
-        if (by_path.count(path) != 0 || parent->find_subgraph(name) != nullptr) {
-          fail_at(ref, "subgraph @" + path + " is defined twice");
+        if (by_path.count(path) != 0 || parent->find_subgraph(name) != nullptr ||
+            path == root->name()) {
+          fail_at(ref, "subgraph @" + path + " is defined twice" +
+                           (path == root->name() ? " (the first @" + path + " is the entry)" : ""));
         }
         check_graph_name(ref, name);
         graph = parent->add_subgraph(name);
@@ -318,7 +342,7 @@ class Parser {
  private:
   [[noreturn]] void fail_at(const Token& t, const std::string& message) const {
     // Messages quote the input: cut so a hostile file never makes an error of hundreds of KB.
-    MF_FAIL(InvalidArgument, file_, ":", t.line, ":", t.col, ": ", cut_for_message(message, 400));
+    MF_FAIL(InvalidArgument, file_, ":", t.line, ":", t.col, ": ", echo(message, 400));
   }
 
   // Comments are skipped everywhere except where a node's scope/location lines are read.

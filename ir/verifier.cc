@@ -5,16 +5,12 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "ir/call_graph.h"
 #include "ir/printer.h"
 
 namespace mf::ir {
 
 namespace {
-
-// Attributes holding a subgraph's name, by convention: "graph", or ending in "_graph" or "_branch".
-bool names_subgraph(std::string_view attr) {
-  return attr == "graph" || attr.ends_with("_graph") || attr.ends_with("_branch");
-}
 
 class Verifier {
  public:
@@ -198,7 +194,9 @@ class Verifier {
       e.add_context("at " + where(node));
       throw;
     }
-    MF_CHECK(attrs == node.attrs(), InvalidArgument, where(node),
+    // Inference only adds defaults: the node is complete when no key was added. Keys, not values:
+    // a NaN attribute never equals itself.
+    MF_CHECK(attrs.size() == node.attrs().size(), InvalidArgument, where(node),
              ": attributes are incomplete (defaults not filled in)");
     MF_CHECK(inferred.size() == node.num_outputs(), InvalidArgument, where(node), ": has ",
              node.num_outputs(), " outputs but inference gives ", inferred.size());

@@ -10,12 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "base/jit_level.h"
+
 namespace mf::passes {
 
 class Pass;
 using PassFactory = std::function<std::unique_ptr<Pass>()>;
 
-enum class JitLevel : uint8_t { kO0, kO1, kO2 };
+using mf::JitLevel;
+using mf::to_string;
 enum class MemoryLevel : uint8_t {
   kO0,
   kO1
@@ -51,6 +54,7 @@ struct CompileOptions {
   FusionOptions fusion;                     // the graph_kernel_flags that shape fusion
   std::vector<std::string> enable_passes;   // --enable_pass= of graph_kernel_flags
   std::vector<std::string> disable_passes;  // --disable_pass=
+  bool format_transform = true;             // false: disable_format_transform=true
   bool verify_every_pass =
       false;  // debug_level=DEBUG: verify after every pass, not only after changes
   // debug_level=DEBUG: a pass that fails (or leaves an invalid graph) writes the graph as it was
@@ -69,7 +73,6 @@ struct CompileOptions {
   std::vector<PassFactory> extra_passes;
 };
 
-std::string_view to_string(JitLevel level);  // "O0"
 std::string_view to_string(MemoryLevel level);
 
 }  // namespace mf::passes

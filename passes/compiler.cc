@@ -5,7 +5,7 @@
 #include "base/error.h"
 #include "base/logging.h"
 #include "passes/dump.h"
-#include "passes/pipelines.h"
+#include "passes/pass_table.h"
 #include "passes/plan_memory.h"
 
 namespace mf::passes {

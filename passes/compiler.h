@@ -1,5 +1,5 @@
 #pragma once
-// The compile entry point: runs the pass pipeline that the options select (passes/pipelines.cc
+// The compile entry point: runs the pass pipeline that the options select (passes/pass_table.cc
 // holds the table), dumping between passes as save_graphs asks, then plans memory and returns the
 // optimized graph with its runtime::Plan.
 
@@ -31,13 +31,5 @@ struct CompiledGraph {
 
 // Throws mf::Error; an error inside a pass carries "in pass 'name'" context.
 CompiledGraph compile(std::unique_ptr<ir::Graph> graph, const CompileOptions& options);
-
-// One row of `mf passes`: a pass that runs under the options, and why.
-struct PipelineRow {
-  std::string name;
-  std::string origin;  // "jit_level O1", "fusion opt_level 2", "--enable_pass"
-  std::string group;   // "" or the fixed-point group it repeats in ("simplify")
-};
-std::vector<PipelineRow> describe_pipeline(const CompileOptions& options);
 
 }  // namespace mf::passes

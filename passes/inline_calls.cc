@@ -35,7 +35,7 @@ const std::string* call_target(const ir::Node& node) {
 // as the recursion guard), so a call chain n deep costs O(n). Subgraphs are visited only when a
 // node left in a visited graph names them (cond and while bodies, calls that stay); a callee that
 // was inlined everywhere is not flattened on its own (dead code removes it). Flattening every
-// subgraph callee-first, as before, copied each suffix of a chain: 2,000 nested calls took 24 s.
+// subgraph callee-first copied each suffix of a chain: 2,000 nested calls took 24 s.
 class InlineCalls final : public Pass {
  public:
   std::string_view name() const override { return "inline"; }

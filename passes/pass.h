@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "ir/call_graph.h"
 #include "ir/graph.h"
 
 namespace mf::passes {
@@ -24,10 +25,6 @@ void for_each_graph(ir::Graph& graph, Fn&& fn) {
   for (ir::Graph* sub : graph.subgraphs()) for_each_graph(*sub, fn);
 }
 
-// Attributes holding a subgraph's name, by the verifier's convention: "graph", or ending in
-// "_graph" or "_branch".
-inline bool names_subgraph(std::string_view attr) {
-  return attr == "graph" || attr.ends_with("_graph") || attr.ends_with("_branch");
-}
+using ir::names_subgraph;
 
 }  // namespace mf::passes

@@ -1,5 +1,5 @@
 #pragma once
-// Factories of every pass, one per file under passes/. The table in passes/pipelines.cc decides
+// Factories of every pass, one per file under passes/. The table in passes/pass_table.cc decides
 // which of them run; tests build them directly to check one pass on IR text.
 
 #include <cstdint>

@@ -43,6 +43,13 @@ void take_snapshot(const ir::Graph& graph, const std::string& path, Snapshot& ou
     key += "}";
     out.emplace(std::make_pair(path, node.id()), std::move(key));
   }
+  // The graph's outputs and constants, under ids no node has: a pass that only reroutes an output
+  // or drops a constant has still changed the graph.
+  std::string outputs = "outputs(";
+  for (const ir::Value& v : graph.outputs()) outputs += operand_key(v) + ",";
+  out.emplace(std::make_pair(path, int64_t{-1}), outputs + ")");
+  out.emplace(std::make_pair(path, int64_t{-2}),
+              detail::str_cat("constants(", graph.num_constants(), ")"));
   for (const ir::Graph* sub : graph.subgraphs()) take_snapshot(*sub, path + "/" + sub->name(), out);
 }
 
@@ -146,6 +153,15 @@ bool Pipeline::run_one(Pass& pass, ir::Graph& graph, std::vector<PassRecord>& re
     }
   }
   const GraphDelta delta = compare(before, snapshot(graph));
+  // A pass that says "unchanged" is trusted: nothing verifies the graph after it, and a fixed-point
+  // group stops on it. Saying so after a rewrite is a bug in the pass, caught here.
+  if (!changed && !delta.empty()) {
+    Error error(ErrorKind::kInternal,
+                detail::str_cat("pass '", name, "' reported no change but changed the graph (",
+                                delta.summary(), ")"));
+    note_failing_graph(error);
+    throw error;
+  }
   PassRecord record{name, changed, millis, changed ? delta.summary() : "no change"};
   log::debug("pass {}: {} in {:.3f} ms", name, record.summary, millis);
   records.push_back(record);

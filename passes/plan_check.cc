@@ -216,10 +216,23 @@ class PlanChecker {
       if (step.in_place) {
         // Arena: the same bytes. Pooled (memory O0): the executor hands input 0's buffer to
         // output 0, so input 0 must be released here and be as big.
-        MF_CHECK(!step.inputs.empty() && !step.outputs.empty(), DataLoss, "step ", s,
-                 " runs in place but has no input or output");
+        MF_CHECK(!step.inputs.empty() && step.outputs.size() == 1, DataLoss, "step ", s,
+                 " runs in place but has no input or not exactly one output");
+        // What the planner asks before it shares bytes: the op may write over its input (or is
+        // a view), the input is an intermediate whose last reader is this step, of the same dtype.
+        const ir::OpDef& def = *step.node->def();
+        MF_CHECK(def.has(ir::Trait::kView) || def.may_write_over_input(0), DataLoss, "step ", s,
+                 " runs ", step.node->op(), " in place, which that op does not allow");
         const Slot& in = plan.slots[step.inputs[0]];
         const Slot& out = plan.slots[step.outputs[0]];
+        MF_CHECK(in.kind != SlotKind::kParameter && in.kind != SlotKind::kConstant &&
+                     !in.is_output && !out.is_output,
+                 DataLoss, "step ", s,
+                 " runs in place over a parameter, a constant or a graph output");
+        MF_CHECK(last_use_[step.inputs[0]] == static_cast<int>(s), DataLoss, "step ", s,
+                 " runs in place over slot ", step.inputs[0], ", which a later step still reads");
+        MF_CHECK(in.type.dtype == out.type.dtype && in.bytes == out.bytes, DataLoss, "step ", s,
+                 " runs in place between slots of different dtypes or sizes");
         const bool arena =
             in.kind == SlotKind::kArena && out.kind == SlotKind::kArena && in.offset == out.offset;
         const bool pooled = in.kind == SlotKind::kPooled && out.kind == SlotKind::kPooled &&

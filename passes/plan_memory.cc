@@ -167,8 +167,8 @@ class Planner {
   // parallel run frees by counting readers instead (the planned step assumes serial order).
   //
   // An elementwise step whose input 0 dies there writes its output over that input's buffer, as op
-  // by op does (engine/dispatch.h): without it a compiled O0 run wrote every activation into a
-  // fresh buffer where PYNATIVE wrote in place, and was slower than PYNATIVE.
+  // by op does (engine/eager/dispatch.h): without it a compiled O0 run wrote every activation into
+  // a fresh buffer where PYNATIVE wrote in place, and was slower than PYNATIVE.
   void assign_pooled(Plan& plan) {
     if (plan.steps.empty()) return;
     for (size_t id = 0; id < plan.slots.size(); ++id) {

@@ -84,6 +84,10 @@ class EagerExecutor {
 
   // True when task `seq` has run (or failed, or been dropped).
   bool is_done(uint64_t seq) const;
+  // Backpressure as it stands, for tests that check it by state, never by waiting: submitters
+  // blocked for room in the queue now, and how often the worker has woken them.
+  size_t blocked_submitters() const;
+  uint64_t submitter_wakeups() const;
   // The sequence number of the latest submitted task (0 before any).
   uint64_t last_submitted() const;
 
@@ -133,6 +137,7 @@ class EagerExecutor {
   std::condition_variable progress_;     // waiters for finished_
   std::condition_variable space_ready_;  // a submitter waiting for room in the queue
   size_t space_waiters_ = 0;             // submitters waiting on space_ready_
+  uint64_t space_wakeups_ = 0;           // times the worker woke the waiting submitters
   std::deque<Entry> queue_;
   std::atomic<size_t> queued_{0};  // queue_.size(), read by the worker without the lock
   uint64_t last_seq_ = 0;          // the last sequence number handed out

@@ -12,8 +12,8 @@
 
 #include "base/error.h"
 #include "runtime/fused_jit.h"
-#include "runtime/ops/op_util.h"
-#include "runtime/ops/strided.h"
+#include "runtime/kernels/op_util.h"
+#include "runtime/kernels/strided.h"
 #include "runtime/parallel.h"
 
 namespace mf::runtime {

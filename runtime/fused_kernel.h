@@ -8,7 +8,7 @@
 //
 // Bit-exactness: a TileFn computes every element through the same packet code whatever the tile
 // boundaries or buffer addresses, and ReduceMath sums a row in an order fixed by its length
-// (runtime/ops/row_math.h), so fused and unfused results are identical, for any thread count.
+// (runtime/kernels/row_math.h), so fused and unfused results are identical, for any thread count.
 // Tiles and buffers are still aligned (16 elements, 64 bytes), for speed only.
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "runtime/kernel_executor.h"
+#include "runtime/executor_shared.h"
 
 #include <algorithm>
 #include <atomic>

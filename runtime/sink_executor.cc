@@ -16,8 +16,8 @@
 #include <functional>
 #include <mutex>
 
+#include "runtime/executor_shared.h"
 #include "runtime/fused_kernel.h"
-#include "runtime/kernel_executor.h"
 #include "runtime/parallel.h"
 #include "runtime/prepared_kernels.h"
 #include "runtime/step_scheduler.h"

@@ -10,9 +10,9 @@
 
 #include "context/context.h"
 #include "engine/engine_state.h"
-#include "engine/graph_mode.h"
+#include "engine/graph/graph_mode.h"
+#include "engine/graph/trace.h"
 #include "engine/models/registry.h"
-#include "engine/trace.h"
 #include "tools/bench/cost_model.h"
 #include "tools/bench/hardware.h"
 #include "tools/bench/report.h"

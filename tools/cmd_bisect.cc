@@ -1,5 +1,5 @@
 // `mf bisect NET`: which compile pass first makes a network's GRAPH-mode output differ from its
-// PYNATIVE reference. The logic lives in engine/bisect.h; this file parses and prints.
+// PYNATIVE reference. The logic lives in engine/graph/bisect.h; this file parses and prints.
 
 #include <cmath>
 #include <cstdio>
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/logging.h"
-#include "engine/bisect.h"
+#include "engine/graph/bisect.h"
 #include "engine/models/registry.h"
 #include "ir/graph.h"
 #include "passes/pass.h"

@@ -14,8 +14,8 @@
 #include "context/fingerprint.h"
 #include "engine/compile_cache/compile_cache.h"
 #include "engine/engine_state.h"
+#include "engine/graph/trace.h"
 #include "engine/models/registry.h"
-#include "engine/trace.h"
 #include "runtime/memory_format.h"
 #include "tools/commands.h"
 

@@ -7,9 +7,9 @@
 #include <filesystem>
 
 #include "context/context.h"
-#include "engine/ir_runner.h"
+#include "engine/eager/ir_runner.h"
+#include "engine/io/model_file.h"
 #include "engine/models/registry.h"
-#include "engine/onnx/importer.h"
 #include "tools/commands.h"
 
 namespace mf::tools {
@@ -43,14 +43,10 @@ void dump(const DumpOptions& options) {
                 {"save_graphs_path", options.out},
                 {"precompile_only", true}});
   std::vector<std::filesystem::path> files;
-  if (std::filesystem::path(options.target).extension() == ".ir") {
-    auto runner = engine::IrRunner::from_file(options.target);
-    runner.run({}, options.seed);
-    files = runner.graph_report().dump_files;
-  } else if (std::filesystem::path(options.target).extension() == ".onnx") {
-    engine::IrRunner runner(engine::import_onnx(options.target));
-    runner.run({}, options.seed);
-    files = runner.graph_report().dump_files;
+  if (engine::model_format(options.target)) {
+    engine::ModelFile file = engine::ModelFile::load(options.target);
+    file.run({}, options.seed);
+    files = file.runner().graph_report().dump_files;
   } else {
     const models::NetSpec& spec = models::find_net(options.target);
     auto net = spec.make(options.seed);

@@ -1,4 +1,4 @@
-// `mf passes` prints the pass pipeline that applies (the table of passes/pipelines.cc under the
+// `mf passes` prints the pass pipeline that applies (the table of passes/pass_table.cc under the
 // context's or the given levels); `mf ir check FILE` parses and verifies an .ir file.
 
 #include <algorithm>
@@ -8,10 +8,11 @@
 
 #include "context/context.h"
 #include "context/policy.h"
-#include "engine/driver.h"
+#include "engine/graph/driver.h"
 #include "ir/parser.h"
 #include "ir/verifier.h"
 #include "passes/compiler.h"
+#include "passes/pass_table.h"
 #include "tools/commands.h"
 
 namespace mf::tools {

@@ -3,8 +3,9 @@
 
 #include <cstdio>
 
-#include "engine/print_file.h"
-#include "runtime/ops/print_sink.h"
+#include "base/error.h"
+#include "engine/io/print_file.h"
+#include "runtime/kernels/print_sink.h"
 #include "tools/commands.h"
 
 namespace mf::tools {
@@ -20,7 +21,7 @@ void add_print_command(CLI::App& app, GlobalOptions& global) {
     for (const auto& record : engine::read_print_file(*file)) {
       const Tensor& t = record.tensor;
       const ir::TensorView view{const_cast<void*>(t.raw_data()), t.type()};
-      if (!record.prefix.empty()) std::printf("%s ", record.prefix.c_str());
+      if (!record.prefix.empty()) std::printf("%s ", echo(record.prefix).c_str());
       std::printf("%s\n", runtime::ops::format_tensor(view).c_str());
     }
   });

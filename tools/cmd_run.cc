@@ -8,11 +8,11 @@
 #include <iostream>
 #include <map>
 
-#include "engine/dispatch.h"
+#include "engine/eager/dispatch.h"
+#include "engine/eager/ir_runner.h"
 #include "engine/engine_state.h"
-#include "engine/ir_runner.h"
+#include "engine/io/model_file.h"
 #include "engine/models/registry.h"
-#include "engine/onnx/importer.h"
 #include "runtime/memory_format.h"
 #include "runtime/memory_pool.h"
 #include "tools/commands.h"
@@ -88,34 +88,23 @@ void print_output(const std::string& name, const Tensor& t) {
 
 void run(const RunOptions& options) {
   const auto policy = engine::current_policy();
-  const bool is_ir = std::filesystem::path(options.target).extension() == ".ir";
-  const bool is_onnx = std::filesystem::path(options.target).extension() == ".onnx";
+  const bool is_file = engine::model_format(options.target).has_value();
   MF_CHECK(options.iters >= 1, InvalidArgument, "--iters must be at least 1, got ", options.iters);
 
   // One iteration of the work, returning named outputs.
   std::function<std::vector<std::pair<std::string, Tensor>>()> step;
   std::unique_ptr<nn::Cell> net;
-  std::unique_ptr<engine::IrRunner> runner;
+  std::unique_ptr<engine::ModelFile> file;
   std::map<std::string, Tensor> inputs = load_inputs(options.inputs);
-  MF_CHECK(options.jit_cells.empty() || (!is_ir && !is_onnx), InvalidArgument,
+  MF_CHECK(options.jit_cells.empty() || !is_file, InvalidArgument,
            "--jit names cells of a sample network; an .ir or .onnx file has none (run it with "
            "--mode graph to compile it whole)");
   std::vector<std::pair<std::string, nn::Cell*>> jit_cells;
-  if (is_ir) {
-    runner = std::make_unique<engine::IrRunner>(engine::IrRunner::from_file(options.target));
-    step = [&] { return runner->run(inputs, options.seed); };
-  } else if (is_onnx) {
-    // The exporter's weights are fed like inputs; --input names may be ONNX or IR names.
-    onnx::ImportedModel model = onnx::import_onnx_model(options.target);
-    // Outputs are written under the model's own names (output.npy for an output named "output").
-    for (size_t i = 0; i < model.onnx_outputs.size() && i < model.graph->outputs().size(); ++i) {
-      model.graph->set_output_name(i, onnx::sanitize_name(model.onnx_outputs[i]));
-    }
-    std::map<std::string, Tensor> fed = std::move(model.weights);
-    for (auto& [name, tensor] : inputs) fed[onnx::sanitize_name(name)] = tensor;
-    inputs = std::move(fed);
-    runner = std::make_unique<engine::IrRunner>(std::move(model.graph));
-    step = [&] { return runner->run(inputs, options.seed); };
+  if (is_file) {
+    // An ONNX model's weights are its exporter's; --input names may be the file's or the IR's.
+    file = std::make_unique<engine::ModelFile>(engine::ModelFile::load(options.target));
+    inputs = file->feeds(inputs);
+    step = [&] { return file->runner().run(inputs, options.seed); };
   } else {
     const models::NetSpec& spec = models::find_net(options.target);
     for (const auto& [name, tensor] : inputs) {
@@ -140,7 +129,7 @@ void run(const RunOptions& options) {
   runtime::default_pool().reset_peak();
   const bool graph_mode = policy->mode.value == context::ExecutionMode::kGraph;
   auto graph_report = [&]() -> const engine::GraphRunReport& {
-    return net ? net->graph_report() : runner->graph_report();
+    return net ? net->graph_report() : file->runner().graph_report();
   };
   for (int i = 0; i < options.iters; ++i) {
     const auto start = std::chrono::steady_clock::now();
@@ -152,8 +141,8 @@ void run(const RunOptions& options) {
     millis.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
-    if (!graph_mode && i == 0 && runner) {
-      const engine::IrRunner::EagerPrepareReport& prepared = runner->eager_prepare_report();
+    if (!graph_mode && i == 0 && file) {
+      const engine::IrRunner::EagerPrepareReport& prepared = file->runner().eager_prepare_report();
       std::printf("op by op: %zu kernels prepared in %.3g ms before the first op\n",
                   prepared.kernels, prepared.ms);
       first_prepare_ms = prepared.ms;
@@ -189,7 +178,8 @@ void run(const RunOptions& options) {
   std::printf("time: first %.3g ms, median %.3g ms over %zu iteration%s%s", first,
               steady[steady.size() / 2], steady.size(), steady.size() == 1 ? "" : "s",
               millis.size() > 1 ? " after the first" : "");
-  // What the first run cost beyond the steady state, apart from compiling (issue #18's measure).
+  // What the first run cost beyond the steady state, apart from compiling (the first-iteration
+  // measure).
   if (first_compile_ms > 0) {
     std::printf("; first without its %.3g ms of compiling: %.3g ms", first_compile_ms,
                 std::max(0.0, first - first_compile_ms));

@@ -6,7 +6,10 @@
 # --seconds N     fuzz each target N seconds (default 60); new inputs go to DIR/fuzz/work/TARGET,
 #                 crashes to DIR/fuzz/findings/ (copy them into fuzz/corpus/TARGET/ with the fix)
 # --regression    no fuzzing: run each target once over its committed corpus (seeds and every
-#                 past finding) and stop; what CI runs
+#                 past finding) under ASan+UBSan and stop. CI does not run this by default (a second,
+#                 sanitized build does not fit its time budget): CI replays the same corpora with
+#                 the ordinary build (ctest's fuzz_replay.*), and runs this only when
+#                 MF_CI_FUZZ_SECONDS is set
 # TARGET...       a subset (default: every fuzz/*_fuzz.cc)
 #
 # Needs clang-16 and libclang-rt-16-dev (tools/install-deps.sh installs them). Exit 1 when any

@@ -58,7 +58,7 @@ void apply_global_options(const GlobalOptions& options) {
   // against the --set / --context values applied below.
   configure_from_environment();
   if (options.deterministic) set_deterministic(true);
-  if (options.launch_blocking) runtime::launch_blocking();
+  if (options.launch_blocking) context::runtime::launch_blocking();
   if (!options.log_level.empty()) {
     log::set_level(log::parse_level(options.log_level));
   } else if (const char* env = std::getenv("MF_LOG_LEVEL"); env != nullptr && *env != '\0') {
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     // Not an mf::Error: a check is missing somewhere, so say so instead of printing a bare C++
     // text such as "vector::_M_default_append".
-    std::cerr << "error: internal error (" << mf::cut_for_message(e.what())
+    std::cerr << "error: internal error (" << mf::echo(e.what())
               << "); this is a bug, please report it with the input that caused it\n";
     return 1;
   }

@@ -16,7 +16,7 @@ Networks:
                 conv3x3(32->64)+ReLU, maxpool 2, flatten, dense 4096->128 + ReLU, dense 128->10
   transformer   modeflow's `transformer`: one pre-LN encoder block, 8x128x256, 4 heads, FFN 1024,
                 GELU (tanh)
-  transformer12 twelve such blocks with 8 heads (issue #18): about 528 ONNX nodes, 38 MB of weights
+  transformer12 twelve such blocks with 8 heads: about 528 ONNX nodes, 38 MB of weights
 
 The sample networks mirror engine/models/*.cc and engine/nn/layers.cc: the same layers, shapes and
 weight distributions (uniform +-1/sqrt(fan_in); LayerNorm gamma 1, beta 0, epsilon 1e-5), though

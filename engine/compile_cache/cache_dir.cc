@@ -18,7 +18,7 @@
 
 namespace mf::engine {
 namespace fs = std::filesystem;
-using namespace cache_internal;
+using namespace detail;
 
 namespace {
 
@@ -48,6 +48,7 @@ struct FileStat {
   fs::path path;
   std::uint64_t bytes = 0;
   fs::file_time_type mtime{};
+  bool regular = true;  // false: a FIFO, directory, symlink or device named like an entry
 };
 
 // Entry files with sizes and modification times; files that vanish while listing are skipped.
@@ -62,10 +63,15 @@ std::vector<FileStat> stat_entries(const fs::path& dir, std::vector<FileStat>* t
     const bool temp = path.filename().string().starts_with(kTempPrefix);
     if (!temp && !is_entry_file(path)) continue;
     FileStat stat{path};
-    std::error_code e1, e2;
-    stat.bytes = fs::file_size(path, e1);
-    stat.mtime = fs::last_write_time(path, e2);
-    if (e1 || e2) continue;  // removed by another process meanwhile
+    std::error_code e0, e1, e2;
+    const fs::file_status status = fs::symlink_status(path, e0);
+    if (e0) continue;  // removed by another process meanwhile
+    stat.regular = fs::is_regular_file(status);
+    if (stat.regular) {
+      stat.bytes = fs::file_size(path, e1);
+      stat.mtime = fs::last_write_time(path, e2);
+      if (e1 || e2) continue;  // removed by another process meanwhile
+    }
     if (temp) {
       if (temps != nullptr) temps->push_back(stat);
     } else {
@@ -94,7 +100,7 @@ std::vector<std::string> CompileCache::evict(const std::string& keep) const {
     if (now - t.mtime > kStaleTemp) fs::remove(t.path, ec);
   }
   std::uint64_t total = 0;
-  for (const FileStat& e : entries) total += e.bytes;
+  for (const FileStat& e : entries) total += e.bytes;  // 0 for what is not a regular file
   std::vector<std::string> removed;
   if (total <= max_bytes_) return removed;
   // Least recently used first (a hit touches its file); the entry just written goes last.
@@ -121,6 +127,14 @@ std::vector<std::string> CompileCache::evict(const std::string& keep) const {
 }
 
 namespace {
+// The loader reads only regular files: anything else named like an entry is reported, so that
+// `mf cache verify` checks what the loader would refuse instead of skipping it.
+void check_regular(const FileStat& stat) {
+  MF_CHECK(stat.regular, DataLoss,
+           "not a regular file (a FIFO, directory, symlink or device): the loader never reads "
+           "it; remove it");
+}
+
 // What the directory listing alone says of an entry; the header fills in the rest.
 CacheEntryInfo info_of(const FileStat& stat) {
   CacheEntryInfo info;
@@ -138,6 +152,7 @@ std::vector<CacheEntryInfo> CompileCache::list() const {
     CacheEntryInfo info = info_of(stat);
     // Only the header is read: a listing must stay cheap for a large cache.
     try {
+      check_regular(stat);
       const std::optional<std::string> bytes = read_header_bytes(stat.path);
       if (!bytes) continue;  // removed since it was listed
       fill_info(parse_header(*bytes), info);
@@ -155,6 +170,7 @@ std::vector<CacheEntryInfo> CompileCache::verify() const {
     CacheEntryInfo info = info_of(stat);
     bool found = false;
     try {
+      check_regular(stat);
       const std::string bytes = read_file(stat.path.c_str(), &found);
       if (!found) continue;
       proto::CacheEntryHeader header;

@@ -19,7 +19,7 @@
 
 namespace mf::engine {
 
-namespace cache_internal {
+namespace detail {
 
 std::string hex64(std::uint64_t value) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -28,7 +28,7 @@ std::string hex64(std::uint64_t value) {
   return text;
 }
 
-}  // namespace cache_internal
+}  // namespace detail
 
 namespace {
 
@@ -153,7 +153,7 @@ CacheKey make_cache_key(const ir::Graph& traced, const ir::TensorType& input,
     hash = fnv1a(value, hash);
     hash = fnv1a("\n", hash);
   }
-  key.hex = cache_internal::hex64(hash);
+  key.hex = detail::hex64(hash);
   key.summary = traced.name() + " " + ir::type_to_string(input) + " jit " + jit;
   key.traced_locations = traced_locations(traced);
   return key;

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
-namespace mf::engine::cache_internal {
+namespace mf::engine::detail {
 
 // 16 lowercase hex digits, most significant first: a key's file name, a checksum in a message.
 std::string hex64(std::uint64_t value);
 
-}  // namespace mf::engine::cache_internal
+}  // namespace mf::engine::detail

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <new>
 
 #include "base/error.h"
 #include "base/logging.h"
@@ -23,7 +24,7 @@
 
 namespace mf::engine {
 namespace fs = std::filesystem;
-using namespace cache_internal;
+using namespace detail;
 
 namespace {
 
@@ -111,10 +112,9 @@ std::optional<LoadedEntry> CompileCache::load(const CacheKey& key, const ir::Gra
                DataLoss, "stored parameter ", i, " '", a->name(), "' differs from the traced '",
                b->name(), "'");
     }
-    // No ir::verify here: store() verified this graph before writing it, the checksum proves these
-    // are the bytes it wrote, and the key's build.id proves this build wrote them (the same
-    // verifier, the same deserializer). graph_from_proto still refuses impossible structure, and
-    // the stored plan is proven safe for this graph before anything runs it.
+    // Verified although the checksum matches: a checksum proves the bytes are whole, not who
+    // wrote them, and an entry forged with a valid checksum must be a miss, never a wrong run.
+    ir::verify(graph);
     loaded.compiled.plan = plan_from_payload(payload, graph);
     loaded.compiled.passes.reserve(static_cast<size_t>(payload.passes_size()));
     for (const auto& record : payload.passes()) {
@@ -127,7 +127,10 @@ std::optional<LoadedEntry> CompileCache::load(const CacheKey& key, const ir::Gra
     ::utimensat(AT_FDCWD, path.c_str(), times, 0);
     return loaded;
   } catch (const std::exception& e) {
-    const std::string reason = e.what();
+    const std::string reason =
+        dynamic_cast<const std::bad_alloc*>(&e) != nullptr
+            ? "it asks for more memory than can be allocated (std::bad_alloc): damaged sizes"
+            : std::string(e.what());
     log::warn(
         "compile cache: ignoring entry {}: {}; compiling instead (the entry will be replaced)",
         path, reason);
@@ -222,7 +225,7 @@ void discard_compiled(const context::Policy& policy, const CacheLookup& lookup,
   std::error_code ec;
   std::filesystem::remove(entry, ec);
   log::warn("compile cache: entry {} failed its first run ({}); removed, compiling instead",
-            entry.string(), cut_for_message(reason, 400));
+            entry.string(), echo(reason, 400));
 }
 
 std::string store_compiled(const context::Policy& policy, const CacheLookup& lookup,

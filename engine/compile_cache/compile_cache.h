@@ -136,9 +136,9 @@ class CompileCache {
   std::uint64_t max_bytes_;
 };
 
-// GRAPH mode's two calls (engine/graph_mode.cc, engine/ir_runner.cc). lookup_compiled never
-// throws for cache trouble; on a miss `note` explains it. store_compiled returns the note for the
-// report ("stored; nearest entry ... differs in ...", or why nothing was stored).
+// GRAPH mode's two calls (engine/graph/graph_mode.cc, engine/eager/ir_runner.cc). lookup_compiled
+// never throws for cache trouble; on a miss `note` explains it. store_compiled returns the note for
+// the report ("stored; nearest entry ... differs in ...", or why nothing was stored).
 struct CacheLookup {
   CacheKey key;
   std::optional<passes::CompiledGraph> compiled;  // set on a hit
@@ -148,7 +148,7 @@ CacheLookup lookup_compiled(const context::Policy& policy, const ir::Graph& trac
                             const ir::TensorType& input, const context::Fingerprint& fingerprint);
 std::string store_compiled(const context::Policy& policy, const CacheLookup& lookup,
                            const passes::CompiledGraph& compiled, double compile_ms);
-// For the caller of a hit whose first run fails before anything was returned (issue #17): warns
+// For the caller of a hit whose first run fails before anything was returned: warns
 // "compile cache: entry <key> failed its first run (<reason>); removed, compiling instead" and
 // removes the entry, so that the caller recompiles, stores a fresh entry and reruns: a damaged
 // entry that passes its checksum is a miss, never a failure of every later run.

@@ -3,6 +3,8 @@
 
 #include "engine/compile_cache/entry_file.h"
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,7 +22,7 @@
 #include "engine/compile_cache/cache_key.h"
 #include "ir/serialize.h"
 
-namespace mf::engine::cache_internal {
+namespace mf::engine::detail {
 namespace fs = std::filesystem;
 
 namespace {
@@ -110,6 +112,7 @@ void parse_header(std::string_view bytes, proto::CacheEntryHeader& header, size_
   MF_CHECK(length <= kMaxHeaderBytes && kEnvelopeBytes + length <= bytes.size(), DataLoss,
            "truncated: the header claims ", length, " bytes, the file has ",
            bytes.size() - kEnvelopeBytes);
+  const google::protobuf::LogSilencer quiet;  // damage is reported once, as DataLoss
   MF_CHECK(header.ParseFromArray(bytes.data() + kEnvelopeBytes, static_cast<int>(length)), DataLoss,
            "the header does not parse");
   MF_CHECK(header.format().magic() == kHeaderMagic, DataLoss, "the header is not a modeflow ",
@@ -144,6 +147,7 @@ std::string_view checked_payload(std::string_view bytes, size_t offset,
 }
 
 void parse_payload(std::string_view stored, proto::CacheEntryPayload& payload) {
+  const google::protobuf::LogSilencer quiet;  // damage is reported once, as DataLoss
   MF_CHECK(payload.ParseFromArray(stored.data(), static_cast<int>(stored.size())), DataLoss,
            "the payload does not parse");
 }
@@ -235,4 +239,4 @@ std::string write_entry_atomically(const fs::path& dir, const std::string& key_h
   return {};
 }
 
-}  // namespace mf::engine::cache_internal
+}  // namespace mf::engine::detail

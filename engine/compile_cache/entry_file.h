@@ -23,7 +23,7 @@ class CacheEntryHeader;  // compile_cache.proto; the generated header stays out 
 class CacheEntryPayload;
 }  // namespace mf::proto
 
-namespace mf::engine::cache_internal {
+namespace mf::engine::detail {
 
 inline constexpr char kMagic[8] = {'M', 'F', 'C', 'C', 'A', 'C', 'H', 'E'};
 inline constexpr size_t kEnvelopeBytes = sizeof(kMagic) + 4;
@@ -83,4 +83,4 @@ std::string entry_bytes(const CacheKey& key, const std::string& payload_bytes, d
 std::string write_entry_atomically(const std::filesystem::path& dir, const std::string& key_hex,
                                    const std::filesystem::path& entry, std::string_view bytes);
 
-}  // namespace mf::engine::cache_internal
+}  // namespace mf::engine::detail

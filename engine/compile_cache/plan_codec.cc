@@ -12,7 +12,7 @@
 #include "passes/plan_check.h"
 #include "passes/plan_memory.h"
 
-namespace mf::engine::cache_internal {
+namespace mf::engine::detail {
 
 namespace {
 
@@ -111,7 +111,7 @@ class PlanReader {
       // graph_from_proto keeps unregistered ops (the verifier names them); a step must run one
       // this build has, before anything looks at its definition (found by cache_entry_fuzz).
       MF_CHECK(step.node->def() != nullptr, DataLoss, "step ", i, " runs op '",
-               cut_for_message(step.node->op(), 80), "', which this build does not register");
+               echo(step.node->op(), 80), "', which this build does not register");
       step.inputs.assign(s.inputs().begin(), s.inputs().end());
       step.outputs.assign(s.outputs().begin(), s.outputs().end());
       step.release_after.assign(s.release_after().begin(), s.release_after().end());
@@ -182,4 +182,4 @@ std::shared_ptr<const runtime::Plan> plan_from_payload(const proto::CacheEntryPa
   return plan;
 }
 
-}  // namespace mf::engine::cache_internal
+}  // namespace mf::engine::detail

@@ -15,7 +15,7 @@ namespace mf::proto {
 class CacheEntryPayload;  // compile_cache.proto; the generated header stays out of engine headers
 }
 
-namespace mf::engine::cache_internal {
+namespace mf::engine::detail {
 
 // Writes `plan` into payload.plan and each of its subplans once into payload.subplans.
 void plan_to_payload(const runtime::Plan& plan, proto::CacheEntryPayload& payload);
@@ -24,4 +24,4 @@ void plan_to_payload(const runtime::Plan& plan, proto::CacheEntryPayload& payloa
 std::shared_ptr<const runtime::Plan> plan_from_payload(const proto::CacheEntryPayload& payload,
                                                        const ir::Graph& graph);
 
-}  // namespace mf::engine::cache_internal
+}  // namespace mf::engine::detail

@@ -1,9 +1,11 @@
 #include "engine/nn/cell.h"
 
+#include <unordered_set>
+
 #include "engine/engine_state.h"
-#include "engine/graph_mode.h"
+#include "engine/graph/graph_mode.h"
+#include "engine/graph/trace.h"
 #include "engine/scope.h"
-#include "engine/trace.h"
 
 namespace mf::nn {
 
@@ -139,10 +141,8 @@ void Cell::adopt_shared(std::string name, std::shared_ptr<Cell> child) {
   MF_CHECK(child != nullptr, InvalidArgument, class_name_, ": child cell '", name, "' is null");
   MF_CHECK(child.get() != this, InvalidArgument, class_name_, ": a cell cannot be its own child ('",
            name, "')");
-  for (const auto& [path, descendant] : child->named_descendants()) {
-    MF_CHECK(descendant != this, InvalidArgument, class_name_, ": adopting '", name,
-             "' would make a cycle (this cell is its descendant '", path, "')");
-  }
+  MF_CHECK(!child->reaches(this), InvalidArgument, class_name_, ": adopting '", echo(name),
+           "' would make a cycle (this cell is one of its descendants)");
   child->instance_name_ = name;
   for (auto& [existing, held] : children_) {
     if (existing == name) {
@@ -151,6 +151,22 @@ void Cell::adopt_shared(std::string name, std::shared_ptr<Cell> child) {
     }
   }
   children_.emplace_back(std::move(name), std::move(child));
+}
+
+bool Cell::reaches(const Cell* target) const {
+  // Iterative and visiting each shared cell once: a chain of thousands of nested cells is checked
+  // in time linear in its size, and the check cannot run out of stack.
+  std::vector<const Cell*> pending{this};
+  std::unordered_set<const Cell*> seen{this};
+  while (!pending.empty()) {
+    const Cell* cell = pending.back();
+    pending.pop_back();
+    for (const auto& [name, child] : cell->children_) {
+      if (child.get() == target) return true;
+      if (seen.insert(child.get()).second) pending.push_back(child.get());
+    }
+  }
+  return false;
 }
 
 void Cell::collect_parameters(const std::string& prefix,

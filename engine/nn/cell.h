@@ -84,6 +84,8 @@ class Cell {
   // Adopts a child that its creator shares (the Python front end, where a Python attribute holds
   // it too); a child already registered under `name` is replaced, as Python rebinds an attribute.
   void adopt_shared(std::string name, std::shared_ptr<Cell> child);
+  // True when `target` is a child of this cell or of one of its descendants.
+  bool reaches(const Cell* target) const;
 
  private:
   void adopt(std::string name, std::unique_ptr<Cell> child);

@@ -63,7 +63,8 @@ class ExpandCompositeOps final : public Pass {
       if (!forced && node->def()->elementwise.has_value()) {
         // Its tile math already joins a fused kernel as one member, evaluated in registers; the
         // basic ops would each add a pass over the tile (gelu_tanh: 11). Measured on the
-        // elementwise net: 8.3 ms whole against 10.5-11.7 ms expanded (README, fusion).
+        // elementwise net: 8.3 ms whole against 10.5-11.7 ms expanded
+        // (docs/perf-log/modes-and-fusion.md, §3.2).
         report.rejected({graph.name(), who, "",
                          "an elementwise composite joins a fused kernel whole, in one pass; name "
                          "it in --enable_expand_ops to expand it into basic ops"});
@@ -85,8 +86,9 @@ class ExpandCompositeOps final : public Pass {
       if (has_reduction_since(graph, first_new) && (!stitch_ || !forced)) {
         // A composite with reductions (softmax, log_softmax, layer_norm) has a row kernel that
         // makes one pass over each row in L1; its stitched expansion is slower (softmax over
-        // (4096, 1024): 1.9 ms whole, 4.8 ms stitched, one thread; README, fusion), and without
-        // stitching its reductions would be kernels of their own. Expanded only when named.
+        // (4096, 1024): 1.9 ms whole, 4.8 ms stitched, one thread;
+        // docs/perf-log/modes-and-fusion.md, §3.2), and without stitching its reductions would be
+        // kernels of their own. Expanded only when named.
         erase_since(graph, first_new);
         report.rejected(
             {graph.name(), who, "",

@@ -1,6 +1,6 @@
 #pragma once
 // Graph-kernel fusion passes (fusion opt_level 1..3), one per file in passes/fusion/. The table in
-// passes/pipelines.cc decides which run; each takes the CompileOptions (its flags and the level)
+// passes/pass_table.cc decides which run; each takes the CompileOptions (its flags and the level)
 // and fails in its factory, before any pass runs, on a flag naming an op that cannot apply.
 
 #include <memory>

@@ -159,26 +159,26 @@ void bind_context(py::module_& m) {
       "_runtime_set_memory",
       [](const std::string& init_size, const std::string& increase_size,
          const std::string& max_size, const std::string& optimize_level) {
-        runtime::set_memory(init_size, increase_size, max_size, optimize_level);
+        context::runtime::set_memory(init_size, increase_size, max_size, optimize_level);
         flush_warnings();
       },
       py::arg("init_size") = "", py::arg("increase_size") = "", py::arg("max_size") = "",
       py::arg("optimize_level") = "");
   m.def("_runtime_launch_blocking", [] {
-    runtime::launch_blocking();
+    context::runtime::launch_blocking();
     flush_warnings();
   });
   m.def(
       "_runtime_dispatch_threads_num",
       [](int n) {
-        runtime::dispatch_threads_num(n);
+        context::runtime::dispatch_threads_num(n);
         flush_warnings();
       },
       py::arg("num_threads"));
   m.def(
       "_op_tuning_threads_num",
       [](int n) {
-        device_context::cpu::op_tuning::threads_num(n);
+        context::device_context::cpu::op_tuning::threads_num(n);
         flush_warnings();
       },
       py::arg("num_threads"));

@@ -6,13 +6,14 @@
 #include <pybind11/stl.h>
 
 #include "base/error.h"
+#include "base/stack_guard.h"
 #include "bindings.h"
-#include "engine/graph_mode.h"
-#include "engine/ir_runner.h"
+#include "engine/eager/ir_runner.h"
+#include "engine/graph/graph_mode.h"
+#include "engine/io/model_file.h"
 #include "engine/models/registry.h"
 #include "engine/nn/cell.h"
 #include "engine/nn/layers.h"
-#include "engine/onnx/importer.h"
 
 namespace mf::python {
 namespace {
@@ -27,7 +28,12 @@ class PyCell : public nn::Cell {
 
   Tensor forward(const Tensor& x) override {
     py::gil_scoped_acquire gil;
+    // A cell may call itself (its recursion bounded by its own base case, max_call_depth while
+    // tracing and Python's recursion limit); each level's C++ frames are checked too.
+    MF_CHECK(enough_stack_left(), InvalidArgument, class_name(),
+             " calls cells nested too deeply: ", stack_used_up_message());
     py::function construct = py::get_override(static_cast<const nn::Cell*>(this), "construct");
+    if (!construct) construct = own_construct();
     if (!construct) {
       throw py::type_error(class_name() + " defines no construct(self, x); a Cell subclass must");
     }
@@ -42,6 +48,19 @@ class PyCell : public nn::Cell {
 
   Tensor& add_parameter(std::string name, Tensor value) {
     return register_parameter(std::move(name), std::move(value));
+  }
+
+ private:
+  // pybind11 finds no override while that override is running on this same object (a construct
+  // that calls self(x)); the subclass's own construct, when it has one, is still the one to run.
+  py::function own_construct() const {
+    const py::detail::type_info* type = py::detail::get_type_info(typeid(nn::Cell));
+    const py::handle self = py::detail::get_object_handle(static_cast<const nn::Cell*>(this), type);
+    if (!self) return {};
+    const py::object own = py::getattr(py::type::of(self), "construct", py::none());
+    const py::object base = py::type::of<nn::Cell>().attr("construct");
+    if (own.is_none() || own.is(base)) return {};
+    return py::getattr(self, "construct");
   }
 };
 
@@ -146,41 +165,34 @@ py::object call_cell(nn::Cell& cell, const py::args& args, const py::kwargs& kwa
   return tensor_or_none(std::move(y));
 }
 
-// An ONNX model ready to run: the importer's graph and weights behind the engine's IR runner, so it
-// runs op by op in PYNATIVE mode and compiled in GRAPH mode, like `mf run model.onnx`.
-struct OnnxModel {
-  std::unique_ptr<engine::IrRunner> runner;
-  std::map<std::string, Tensor> weights;
-  std::vector<std::string> inputs, onnx_inputs, onnx_outputs;
-  int64_t opset = 0;
-  std::string producer;
-};
+// An ONNX model ready to run (engine::ModelFile): op by op in PYNATIVE mode and compiled in GRAPH
+// mode, like `mf run model.onnx`. Python adds positional inputs and its own exception types.
+using OnnxModel = engine::ModelFile;
 
 py::object run_onnx(OnnxModel& model, const py::args& args, const py::kwargs& kwargs) {
-  if (args.size() > model.inputs.size()) {
-    throw py::type_error("the model takes " + std::to_string(model.inputs.size()) +
-                         " inputs, got " + std::to_string(args.size()));
+  const std::vector<std::string>& names = model.input_names();
+  if (args.size() > names.size()) {
+    throw py::type_error("the model takes " + std::to_string(names.size()) + " inputs, got " +
+                         std::to_string(args.size()));
   }
-  std::map<std::string, Tensor> values = model.weights;
-  for (size_t i = 0; i < args.size(); ++i) values[model.inputs[i]] = to_tensor(args[i]);
+  std::map<std::string, Tensor> given;
+  for (size_t i = 0; i < args.size(); ++i) given[names[i]] = to_tensor(args[i]);
   for (auto [key, value] : kwargs) {
     const std::string name = key.cast<std::string>();
-    const auto it = std::find(model.onnx_inputs.begin(), model.onnx_inputs.end(), name);
-    if (it == model.onnx_inputs.end()) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
       std::string known;
-      for (const auto& n : model.onnx_inputs) known += (known.empty() ? "" : ", ") + n;
-      throw py::type_error("the model has no input '" + name + "'; its inputs: " + known);
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw py::type_error("the model has no input '" + echo(name) + "'; its inputs: " + known);
     }
-    values[model.inputs[size_t(it - model.onnx_inputs.begin())]] = to_tensor(value);
+    given[name] = to_tensor(value);
   }
-  for (size_t i = 0; i < model.inputs.size(); ++i) {
-    if (values.count(model.inputs[i]) == 0)
-      throw py::type_error("missing input '" + model.onnx_inputs[i] + "'");
+  for (const std::string& name : names) {
+    if (given.count(name) == 0) throw py::type_error("missing input '" + echo(name) + "'");
   }
   std::vector<std::pair<std::string, Tensor>> outputs;
   {
     py::gil_scoped_release release;
-    outputs = model.runner->run(values, 0);
+    outputs = model.run(given, 0);
   }
   flush_warnings();
   if (outputs.size() == 1) return tensor_or_none(outputs[0].second);
@@ -421,28 +433,22 @@ void bind_models(py::module_ m) {
 void bind_onnx(py::module_ m) {
   py::class_<OnnxModel>(m, "OnnxModel")
       .def("__call__", &run_onnx)
-      .def_property_readonly("input_names", [](const OnnxModel& o) { return o.onnx_inputs; })
-      .def_property_readonly("output_names", [](const OnnxModel& o) { return o.onnx_outputs; })
-      .def_readonly("opset", &OnnxModel::opset)
-      .def_readonly("producer", &OnnxModel::producer)
+      .def_property_readonly("input_names", &OnnxModel::input_names)
+      .def_property_readonly("output_names", &OnnxModel::output_names)
+      .def_property_readonly("opset", &OnnxModel::opset)
+      .def_property_readonly("producer", &OnnxModel::producer)
       .def("compile_report",
-           [](const OnnxModel& o) { return report_dict(o.runner->graph_report()); });
+           [](const OnnxModel& o) { return report_dict(o.runner().graph_report()); });
   m.def(
       "load",
       [](const std::string& path) {
-        onnx::ImportedModel imported;
+        MF_CHECK(engine::model_format(path) == engine::ModelFormat::kOnnx, InvalidArgument, "'",
+                 echo(path), "' is not an .onnx file");
+        std::unique_ptr<OnnxModel> model;
         {
           py::gil_scoped_release release;
-          imported = onnx::import_onnx_model(path);
+          model = std::make_unique<OnnxModel>(OnnxModel::load(path));
         }
-        auto model = std::make_unique<OnnxModel>();
-        model->runner = std::make_unique<engine::IrRunner>(std::move(imported.graph));
-        model->weights = std::move(imported.weights);
-        model->inputs = std::move(imported.inputs);
-        model->onnx_inputs = std::move(imported.onnx_inputs);
-        model->onnx_outputs = std::move(imported.onnx_outputs);
-        model->opset = imported.opset;
-        model->producer = std::move(imported.producer);
         flush_warnings();
         return model;
       },

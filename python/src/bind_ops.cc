@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "bindings.h"
-#include "engine/control_flow.h"
-#include "engine/dispatch.h"
+#include "engine/eager/dispatch.h"
+#include "engine/graph/control_flow.h"
 #include "engine/ops.h"
 #include "ir/op_def.h"
 

@@ -5,10 +5,12 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <bit>
 #include <cstdint>
 #include <limits>
 
 #include "bindings.h"
+#include "engine/graph/trace.h"
 #include "engine/ops.h"
 
 namespace mf::python {
@@ -62,13 +64,23 @@ std::string type_name(py::handle value) {
 }
 
 Tensor from_array(py::array array) {
+  // A byte order other than the machine's ('>f4' here) is converted, never read as native bytes.
+  const std::string byteorder = py::str(array.dtype().attr("byteorder"));
+  if (byteorder == (std::endian::native == std::endian::little ? ">" : "<")) {
+    array = array.attr("astype")(array.dtype().attr("newbyteorder")("="));
+  }
   const auto dtype = dtype_of_numpy(array.dtype());
   if (!dtype) {
     throw py::type_error("numpy dtype " + py::str(array.dtype()).cast<std::string>() +
                          " is not supported: modeflow tensors are float32, float64, int32, int64 "
                          "or bool; convert with .astype(np.float32) (or another of those)");
   }
-  const py::array contiguous = py::array::ensure(array, py::array::c_style);
+  // numpy's own call, not py::array::ensure: ensure swallows numpy's MemoryError (a zero-stride
+  // view of 2^30 elements needs a 4 GiB copy) and hands back a null array.
+  const py::array contiguous =
+      array.flags() & py::array::c_style
+          ? array
+          : py::array(py::module_::import("numpy").attr("ascontiguousarray")(array));
   Shape shape(contiguous.shape(), contiguous.shape() + contiguous.ndim());
   return Tensor::from_bytes(*dtype, shape, contiguous.data());
 }
@@ -80,7 +92,9 @@ const Tensor& ready(const Tensor& tensor, const char* what) {
                           ": the tensor is undefined (a jit-compiled part returns none under "
                           "precompile_only)");
   }
-  if (is_traced(tensor)) throw_traced_value_error(what);
+  if (is_traced(tensor) || engine::Tracer::binds_to_parameter(tensor)) {
+    throw_traced_value_error(what);
+  }
   {
     py::gil_scoped_release release;
     tensor.sync();

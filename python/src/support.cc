@@ -13,7 +13,8 @@
 #include "base/error.h"
 #include "base/logging.h"
 #include "bindings.h"
-#include "engine/trace.h"
+#include "context/json_file.h"
+#include "engine/graph/trace.h"
 
 namespace mf::python {
 namespace {
@@ -180,7 +181,29 @@ void throw_traced_value_error(const char* what) {
   throw py::error_already_set();
 }
 
+namespace {
+
+context::Json to_json_at(py::handle value, size_t depth);
+
+// A dict or list nested deeper than a JSON file may be (which also stops one that contains itself)
+// is a ValueError, as the JSON reader refuses such a file, before the recursion runs out of stack.
+void check_nesting(size_t depth) {
+  if (depth > context::kMaxJsonDepth) {
+    throw py::value_error("a value nests dicts and lists more than " +
+                          std::to_string(context::kMaxJsonDepth) +
+                          " deep (or contains itself); context values are plain data");
+  }
+}
+
+}  // namespace
+
 context::Json to_json(py::handle value) {
+  return to_json_at(value, 0);
+}
+
+namespace {
+
+context::Json to_json_at(py::handle value, size_t depth) {
   if (value.is_none()) return nullptr;
   if (PyBool_Check(value.ptr())) return value.ptr() == Py_True;
   if (PyLong_Check(value.ptr())) {
@@ -195,30 +218,37 @@ context::Json to_json(py::handle value) {
   if (PyFloat_Check(value.ptr())) return PyFloat_AsDouble(value.ptr());
   if (PyUnicode_Check(value.ptr())) return value.cast<std::string>();
   if (PyDict_Check(value.ptr())) {
+    check_nesting(depth + 1);
     context::Json object = context::Json::object();
     for (auto [key, item] : value.cast<py::dict>()) {
       if (!PyUnicode_Check(key.ptr())) {
         throw py::type_error("dict keys must be str, got " +
                              py::str(py::type::of(key).attr("__name__")).cast<std::string>());
       }
-      object[key.cast<std::string>()] = to_json(item);
+      object[key.cast<std::string>()] = to_json_at(item, depth + 1);
     }
     return object;
   }
   if (PyList_Check(value.ptr()) || PyTuple_Check(value.ptr())) {
+    check_nesting(depth + 1);
     context::Json array = context::Json::array();
-    for (py::handle item : value) array.push_back(to_json(item));
+    for (py::handle item : value) array.push_back(to_json_at(item, depth + 1));
     return array;
   }
   // numpy scalars and other numbers.
-  if (PyIndex_Check(value.ptr()))
-    return to_json(py::reinterpret_steal<py::object>(PyNumber_Index(value.ptr())));
+  if (PyIndex_Check(value.ptr())) {
+    PyObject* index = PyNumber_Index(value.ptr());
+    if (index == nullptr) throw py::error_already_set();
+    return to_json_at(py::reinterpret_steal<py::object>(index), depth);
+  }
   if (py::hasattr(value, "__float__") && !py::hasattr(value, "__len__"))
     return py::float_(value.cast<py::object>()).cast<double>();
   throw py::type_error("cannot use a value of type " +
                        py::str(py::type::of(value).attr("__name__")).cast<std::string>() +
                        " here; use None, bool, int, float, str, list, tuple or dict");
 }
+
+}  // namespace
 
 py::object from_json(const context::Json& value) {
   switch (value.type()) {

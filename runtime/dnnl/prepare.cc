@@ -28,6 +28,11 @@ PreparerRegistration::PreparerRegistration(std::string_view op, PrepareFn fn) {
 }
 
 Prepared prepare(std::string_view op, const PrepareRequest& request) {
+  // An empty operand: nothing worth preparing (oneDNN refuses zero-sized descriptors); the kernel
+  // decides at run time, where an empty result is never computed.
+  for (const ir::TensorType& input : request.inputs) {
+    if (ir::num_elements(input.shape) == 0) return {};
+  }
   PrepareFn fn = nullptr;
   {
     Registry& r = registry();

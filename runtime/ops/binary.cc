@@ -8,8 +8,8 @@
 #include <immintrin.h>
 #endif
 
-#include "runtime/ops/elementwise_kernel.h"
-#include "runtime/ops/reference.h"
+#include "runtime/kernels/elementwise_kernel.h"
+#include "runtime/kernels/reference.h"
 
 namespace mf::runtime::ops {
 namespace {

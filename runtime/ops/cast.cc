@@ -8,8 +8,8 @@
 
 #include <cmath>
 
-#include "runtime/ops/op_util.h"
-#include "runtime/ops/reference.h"
+#include "runtime/kernels/op_util.h"
+#include "runtime/kernels/reference.h"
 #include "runtime/parallel.h"
 
 namespace mf::runtime::ops {

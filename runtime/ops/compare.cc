@@ -1,7 +1,7 @@
 // Predicates (equal, less, greater -> Bool) and select(cond, a, b), all with numpy broadcasting.
 
-#include "runtime/ops/elementwise_kernel.h"
-#include "runtime/ops/reference.h"
+#include "runtime/kernels/elementwise_kernel.h"
+#include "runtime/kernels/reference.h"
 
 namespace mf::runtime::ops {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/ops/op_util.h"
+#include "runtime/kernels/op_util.h"
 
 namespace mf::runtime::ops {
 namespace {

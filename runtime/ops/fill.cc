@@ -3,9 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
-#include "runtime/ops/op_util.h"
-#include "runtime/ops/reference.h"
+#include "runtime/kernels/op_util.h"
+#include "runtime/kernels/reference.h"
 
 namespace mf::runtime::ops {
 namespace {
@@ -37,6 +38,31 @@ double stored_value(double value, DType dtype) {
   return value;
 }
 
+// The value must be one the dtype can hold: an integer dtype takes finite values in its range
+// (truncated toward zero), float32 finite values below its largest (or an infinity or NaN given as
+// such); never a silent INT_MIN or infinity.
+void check_value(std::string_view op, double value, DType dtype) {
+  const auto fits = [&](double lo, double hi) { return value >= lo && value < hi; };
+  bool ok = true;
+  switch (dtype) {
+    case DType::kInt32:
+      ok = fits(-2147483649.0, 2147483648.0);  // truncation toward zero keeps (-2^31 - 1, 2^31)
+      break;
+    case DType::kInt64:
+      ok = fits(-9223372036854775808.0, 9223372036854775808.0);
+      break;
+    case DType::kFloat32:
+      ok = !std::isfinite(value) || std::abs(value) <= std::numeric_limits<float>::max();
+      break;
+    case DType::kFloat64:
+    case DType::kBool:
+      break;
+  }
+  MF_CHECK(ok, InvalidArgument, op, ": value ", value, " does not fit dtype ",
+           ir::dtype_name(dtype), std::isnan(value) ? " (NaN has no integer value)" : "",
+           "; give a value in the dtype's range or a wider dtype");
+}
+
 // fill's value comes from the attribute; zeros and ones fix it.
 ir::OpBuilder declare(std::string name, std::optional<double> fixed, std::string doc) {
   ir::OpBuilder b = ir::define_op(name);
@@ -47,9 +73,10 @@ ir::OpBuilder declare(std::string name, std::optional<double> fixed, std::string
   };
   b.attr("dtype", ir::AttrKind::kDType, DType::kFloat32, "the output dtype")
       .traits(Trait::kPure)
-      .infer([name](std::span<const TensorType>, const Attrs& attrs) {
-        return std::vector<TensorType>{
-            {ir::attr_dtype(attrs, "dtype", name), shape_attr(name, attrs)}};
+      .infer([name, value_of](std::span<const TensorType>, const Attrs& attrs) {
+        const DType dtype = ir::attr_dtype(attrs, "dtype", name);
+        if (attrs.count("value") != 0 || name != "fill") check_value(name, value_of(attrs), dtype);
+        return std::vector<TensorType>{{dtype, shape_attr(name, attrs)}};
       })
       .kernel([value_of](const ir::KernelContext& ctx) {
         const double value = value_of(ctx.attrs);

@@ -7,8 +7,8 @@
 
 #include <cstring>
 
-#include "runtime/ops/op_util.h"
-#include "runtime/ops/reference.h"
+#include "runtime/kernels/op_util.h"
+#include "runtime/kernels/reference.h"
 #include "runtime/parallel.h"
 
 namespace mf::runtime::ops {

@@ -22,10 +22,10 @@
 #include "runtime/dnnl/engine.h"
 #include "runtime/dnnl/prepare.h"
 #include "runtime/dnnl/primitive_cache.h"
-#include "runtime/ops/expand_util.h"
-#include "runtime/ops/gemv.h"
-#include "runtime/ops/op_util.h"
-#include "runtime/ops/reference.h"
+#include "runtime/kernels/expand_util.h"
+#include "runtime/kernels/gemv.h"
+#include "runtime/kernels/op_util.h"
+#include "runtime/kernels/reference.h"
 #include "runtime/parallel.h"
 
 namespace mf::runtime::ops {

@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/ops/expand_util.h"
-#include "runtime/ops/op_util.h"
-#include "runtime/ops/reference.h"
-#include "runtime/ops/row_math.h"
+#include "runtime/kernels/expand_util.h"
+#include "runtime/kernels/op_util.h"
+#include "runtime/kernels/reference.h"
+#include "runtime/kernels/row_math.h"
 #include "runtime/parallel.h"
 
 namespace mf::runtime::ops {
@@ -326,7 +326,7 @@ std::vector<RefTensor> layer_norm_reference(std::span<const RefTensor> in, const
 // (d * rstd) * gamma + beta.
 // The kernel rounds step by step as these ops do, so the expansion is bit-exact. It still expands
 // only when named in --enable_expand_ops: alone, the stitched expansion runs at about half the
-// speed of this row kernel (README, fusion), and nothing else joins it.
+// speed of this row kernel (docs/perf-log/modes-and-fusion.md, §3.2), and nothing else joins it.
 std::vector<ir::Value> expand_layer_norm(ir::Graph& graph, ir::Node& node, bool bit_exact) {
   if (bit_exact) return {};
   Expansion e(graph, node);

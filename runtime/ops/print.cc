@@ -8,9 +8,9 @@
 #include <iostream>
 #include <mutex>
 
-#include "runtime/ops/op_util.h"
-#include "runtime/ops/print_sink.h"
-#include "runtime/ops/reference.h"
+#include "runtime/kernels/op_util.h"
+#include "runtime/kernels/print_sink.h"
+#include "runtime/kernels/reference.h"
 
 namespace mf::runtime::ops {
 namespace {

@@ -13,10 +13,10 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/ops/op_util.h"
-#include "runtime/ops/reference.h"
-#include "runtime/ops/row_math.h"
-#include "runtime/ops/strided.h"
+#include "runtime/kernels/op_util.h"
+#include "runtime/kernels/reference.h"
+#include "runtime/kernels/row_math.h"
+#include "runtime/kernels/strided.h"
 #include "runtime/parallel.h"
 
 namespace mf::runtime::ops {

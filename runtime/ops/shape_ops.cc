@@ -6,9 +6,9 @@
 #include <cstring>
 #include <limits>
 
-#include "runtime/ops/op_util.h"
-#include "runtime/ops/reference.h"
-#include "runtime/ops/strided.h"
+#include "runtime/kernels/op_util.h"
+#include "runtime/kernels/reference.h"
+#include "runtime/kernels/strided.h"
 #include "runtime/parallel.h"
 
 namespace mf::runtime::ops {
@@ -102,8 +102,16 @@ const ir::OpRegistration kReshape =
 
 std::vector<TensorType> infer_flatten(std::span<const TensorType> in, const Attrs&) {
   MF_CHECK(!in[0].shape.empty(), InvalidArgument, "flatten: x must have rank >= 1, got a scalar");
-  const int64_t lead = in[0].shape[0];
-  return {{in[0].dtype, {lead, lead == 0 ? 0 : ir::num_elements(in[0].shape) / lead}}};
+  // The trailing product, not elements / lead: an empty batch keeps its other dimensions
+  // ((0, 64, 8, 8) -> (0, 4096), as PyTorch and MindSpore give).
+  int64_t rest = 1;
+  for (size_t d = 1; d < in[0].shape.size(); ++d) {
+    const std::optional<int64_t> product = ir::checked_mul(rest, in[0].shape[d]);
+    MF_CHECK(product && *product <= ir::kMaxTensorElements, InvalidArgument, "flatten: x ",
+             ir::shape_to_string(in[0].shape), " flattens to more than 2^40 elements per row");
+    rest = *product;
+  }
+  return {{in[0].dtype, {in[0].shape[0], rest}}};
 }
 
 const ir::OpRegistration kFlatten =
@@ -113,7 +121,8 @@ const ir::OpRegistration kFlatten =
         .infer(infer_flatten)
         .kernel(copy_kernel)
         .reference(view_reference(infer_flatten))
-        .samples({sample({f32({2, 3, 4})}), sample({f32({5})}), sample({f32({2, 3, 2, 2})})})
+        .samples({sample({f32({2, 3, 4})}), sample({f32({5})}), sample({f32({2, 3, 2, 2})}),
+                  sample({f32({0, 4, 2, 2})})})
         .doc("(d0, d1, ...) -> (d0, d1 * ...): keeps the batch dim");
 
 // ---- expand_dims ----

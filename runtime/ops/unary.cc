@@ -10,9 +10,9 @@
 
 #include <unsupported/Eigen/SpecialFunctions>  // erf
 
-#include "runtime/ops/elementwise_kernel.h"
-#include "runtime/ops/expand_util.h"
-#include "runtime/ops/reference.h"
+#include "runtime/kernels/elementwise_kernel.h"
+#include "runtime/kernels/expand_util.h"
+#include "runtime/kernels/reference.h"
 
 namespace mf::runtime::ops {
 namespace {

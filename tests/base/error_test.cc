@@ -16,7 +16,9 @@ TEST(ErrorTest, CheckThrowsWithKindAndStreamedMessage) {
   }
 }
 
-TEST(ErrorTest, CheckPassesSilently) { EXPECT_NO_THROW(MF_CHECK(1 + 1 == 2, Internal, "math")); }
+TEST(ErrorTest, CheckPassesSilently) {
+  EXPECT_NO_THROW(MF_CHECK(1 + 1 == 2, Internal, "math"));
+}
 
 TEST(ErrorTest, ContextLinesAppendToWhat) {
   Error error(ErrorKind::kNotFound, "no op 'foo'");
@@ -36,6 +38,26 @@ TEST(ErrorTest, InternalErrorsNameTheirSource) {
 TEST(ErrorTest, KindNames) {
   EXPECT_EQ(error_kind_name(ErrorKind::kOutOfMemory), "OutOfMemory");
   EXPECT_EQ(error_kind_name(ErrorKind::kDataLoss), "DataLoss");
+}
+
+}  // namespace
+}  // namespace mf
+
+namespace mf {
+namespace {
+
+TEST(EchoTest, EscapesControlAndNonAsciiBytesSoAMessageStaysOneLine) {
+  EXPECT_EQ(echo("a\nb\tc\rd\x1b[31m\x7f\xc3\xa9"), "a\\nb\\tc\\rd\\x1b[31m\\x7f\\xc3\\xa9");
+  EXPECT_EQ(echo(std::string_view("nul\0byte", 8)), "nul\\x00byte");
+  EXPECT_EQ(echo("plain text, kept"), "plain text, kept");
+}
+
+TEST(EchoTest, CutsLongInputAndSaysHowMuchWasLeftOut) {
+  const std::string huge(10 << 20, 'k');
+  const std::string shown = echo(huge);
+  EXPECT_EQ(shown, std::string(200, 'k') + "... (" + std::to_string((10 << 20) - 200) +
+                       " more characters)");
+  EXPECT_EQ(echo("abcdef", 3), "abc... (3 more characters)");
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A sub-key given as a key of its own is named with its parent (issue #15).
+// A sub-key given as a key of its own is named with its parent.
 TEST_F(ContextTest, AMisplacedSubKeyIsNamedWithItsParent) {
   for (const char* key : {"jit_level", "jit_levl"}) {
     try {

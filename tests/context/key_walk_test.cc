@@ -1,4 +1,4 @@
-// Walks every key of the three key tables (issue #15): a key set away from its default either
+// Walks every key of the three key tables: a key set away from its default either
 // changes something the engine does (the compiled graph or plan of a sample network, or the typed
 // options and runtime settings the engine hands down) or prints a warning saying it does nothing
 // here; and the compile fingerprint changes exactly for the keys that can change a compiled graph
@@ -16,10 +16,10 @@
 
 #include "context/fingerprint.h"
 #include "context/key_table.h"
-#include "engine/driver.h"
 #include "engine/engine_state.h"
+#include "engine/graph/driver.h"
+#include "engine/graph/trace.h"
 #include "engine/models/registry.h"
-#include "engine/trace.h"
 #include "ir/printer.h"
 #include "runtime/eager_executor.h"
 #include "runtime/memory_pool.h"

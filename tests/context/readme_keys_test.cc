@@ -1,5 +1,5 @@
-// README's key table has one row per key of the three tables, and its "here on CPU" column is the
-// key table's on_cpu text: the README cannot drift from what the engine does.
+// docs/context-keys.md has one row per key of the three tables, and its "here on CPU" column is the
+// key table's on_cpu text: the documented key table cannot drift from what the engine does.
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 namespace mf::context {
 namespace {
 
-std::string readme() {
-  std::ifstream in(std::string(MF_SOURCE_DIR) + "/README.md");
+std::string context_keys_doc() {
+  std::ifstream in(std::string(MF_SOURCE_DIR) + "/docs/context-keys.md");
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -25,8 +25,8 @@ std::string escaped(std::string text) {
   return text;
 }
 
-TEST(ReadmeKeysTest, EveryKeyHasItsRowWithWhatItDoesOnCpu) {
-  const std::string text = readme();
+TEST(ContextKeysDocTest, EveryKeyHasItsRowWithWhatItDoesOnCpu) {
+  const std::string text = context_keys_doc();
   int rows = 0;
   for (const auto& [prefix, table] :
        {std::pair{std::string(), &context_keys()},
@@ -36,7 +36,7 @@ TEST(ReadmeKeysTest, EveryKeyHasItsRowWithWhatItDoesOnCpu) {
       const std::string row = "| `" + prefix + spec.name + "` | " + device_names(spec.devices) +
                               " | " + escaped(spec.on_cpu) + " | " +
                               (spec.compile_relevant ? "yes" : "") + " |";
-      EXPECT_NE(text.find(row), std::string::npos) << "README lacks the row\n" << row;
+      EXPECT_NE(text.find(row), std::string::npos) << "docs/context-keys.md lacks the row\n" << row;
       ++rows;
     }
   }

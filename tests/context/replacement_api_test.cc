@@ -32,16 +32,16 @@ TEST_F(ReplacementApiTest, EachFunctionSetsItsKeyAndExplainNamesIt) {
   EXPECT_EQ(set_by("deterministic"), "set by set_deterministic()");
   set_recursion_limit(80);
   EXPECT_EQ(get("max_call_depth"), 80);
-  runtime::set_memory("1GB", "2GB", "8GB", "O1");
+  context::runtime::set_memory("1GB", "2GB", "8GB", "O1");
   EXPECT_EQ(get("mempool_block_size"), "2GB");
   EXPECT_EQ(get("max_device_memory"), "8GB");
   EXPECT_EQ(get("memory_optimize_level"), "O1");
   EXPECT_EQ(set_by("max_device_memory"), "set by runtime.set_memory()");
-  runtime::launch_blocking();
+  context::runtime::launch_blocking();
   EXPECT_EQ(get("pynative_synchronize"), true);
-  runtime::dispatch_threads_num(2);
+  context::runtime::dispatch_threads_num(2);
   EXPECT_EQ(get("inter_op_parallel_num"), 2);
-  device_context::cpu::op_tuning::threads_num(1);
+  context::device_context::cpu::op_tuning::threads_num(1);
   EXPECT_EQ(get("runtime_num_threads"), 1);
   const Policy p = derive_policy(snapshot());
   EXPECT_THAT(p.intra_op_threads.reason,
@@ -54,10 +54,10 @@ TEST_F(ReplacementApiTest, EachFunctionSetsItsKeyAndExplainNamesIt) {
 
 TEST_F(ReplacementApiTest, BadValuesFailAsSetContextWouldAndChangeNothing) {
   EXPECT_THAT(error_message([] { set_recursion_limit(0); }), HasSubstr("max_call_depth"));
-  EXPECT_THAT(error_message([] { runtime::set_memory("", "", "0.5XB"); }),
+  EXPECT_THAT(error_message([] { context::runtime::set_memory("", "", "0.5XB"); }),
               HasSubstr("max_device_memory"));
-  EXPECT_THAT(error_message([] { runtime::set_memory("lots"); }), HasSubstr("init_size"));
-  EXPECT_THAT(error_message([] { runtime::set_memory("", "1GB", "", "O3"); }),
+  EXPECT_THAT(error_message([] { context::runtime::set_memory("lots"); }), HasSubstr("init_size"));
+  EXPECT_THAT(error_message([] { context::runtime::set_memory("", "1GB", "", "O3"); }),
               HasSubstr("memory_optimize_level"));
   EXPECT_EQ(get("mempool_block_size"), "1GB");  // the whole call failed
   EXPECT_THAT(error_message([] { set_device("GPU"); }, ErrorKind::kUnsupported), HasSubstr("GPU"));

@@ -1,5 +1,5 @@
 // debug_level=DEBUG (source locations in every dump, the failing graph written as .ir beside the
-// error) and the Running Data Recorder beyond cells: .ir runs and PYNATIVE failures (issue #15).
+// error) and the Running Data Recorder beyond cells: .ir runs and PYNATIVE failures.
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -10,11 +10,11 @@
 #include "base/error.h"
 #include "context/context.h"
 #include "context/parallel_context.h"
-#include "engine/driver.h"
 #include "engine/engine_state.h"
+#include "engine/graph/driver.h"
+#include "engine/graph/trace.h"
 #include "engine/models/registry.h"
 #include "engine/ops.h"
-#include "engine/trace.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "passes/pass.h"

@@ -2,7 +2,7 @@
 // errors that name the op, its scope and the call site, and out-of-memory that leaves the engine
 // usable.
 
-#include "engine/dispatch.h"
+#include "engine/eager/dispatch.h"
 
 #include <gtest/gtest.h>
 
@@ -160,7 +160,7 @@ namespace {
 using DispatchTest = testing::EngineTest;
 
 // A queued op holds no output memory: its output is allocated when the worker runs it, so the
-// asynchronous queue keeps no more alive than synchronous execution would (issue #18).
+// asynchronous queue keeps no more alive than synchronous execution would.
 TEST_F(DispatchTest, AQueuedOpHoldsNoOutputMemoryUntilItRuns) {
   // A queue thread needs a core the intra-op threads leave idle (pynative.queue_thread).
   context::set({{"pynative_synchronize", false}, {"runtime_num_threads", 1}});

@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "engine/ir_runner.h"
+#include "engine/eager/ir_runner.h"
 #include "engine/models/registry.h"
 #include "engine_fixture.h"
 #include "ir/parser.h"

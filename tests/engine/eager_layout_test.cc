@@ -1,18 +1,18 @@
-// Channels-last tensors between eager ops (engine/eager_layout.h): which calls keep the order and
-// which copy to NCHW first (the plan, per op), that a chain of convolutions, activations, residual
-// and per-channel adds, pools and concats really passes channels-last tensors (the flag, not only
-// the values), that every result reads back in NCHW order with the bits of the same ops on NCHW
-// tensors (deterministic=ON: both sides run the same primitives), that a write through
+// Channels-last tensors between eager ops (engine/eager/eager_layout.h): which calls keep the order
+// and which copy to NCHW first (the plan, per op), that a chain of convolutions, activations,
+// residual and per-channel adds, pools and concats really passes channels-last tensors (the flag,
+// not only the values), that every result reads back in NCHW order with the bits of the same ops on
+// NCHW tensors (deterministic=ON: both sides run the same primitives), that a write through
 // mutable_raw_data and a GRAPH run read the right bytes, and that op by op a graph's kernels are
 // prepared for the layouts its calls use.
 
-#include "engine/eager_layout.h"
+#include "engine/eager/eager_layout.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "engine/ir_runner.h"
+#include "engine/eager/ir_runner.h"
 #include "engine/ops.h"
 #include "engine_fixture.h"
 #include "ir/graph.h"

@@ -12,8 +12,8 @@
 
 #include "context/context.h"
 #include "context/parallel_context.h"
-#include "engine/dispatch.h"
-#include "engine/graph_mode.h"
+#include "engine/eager/dispatch.h"
+#include "engine/graph/graph_mode.h"
 #include "engine/models/registry.h"
 #include "tests/unique_temp_path.h"
 

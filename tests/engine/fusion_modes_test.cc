@@ -22,9 +22,9 @@
 #include <set>
 #include <sstream>
 
-#include "engine/driver.h"
+#include "engine/graph/driver.h"
+#include "engine/graph/trace.h"
 #include "engine/models/registry.h"
-#include "engine/trace.h"
 #include "engine_fixture.h"
 #include "passes/pass.h"
 #include "tests/unique_temp_path.h"

@@ -15,11 +15,11 @@
 #include "context/context.h"
 #include "engine/compile_cache/entry_file.h"
 #include "engine/compile_cache/plan_codec.h"
-#include "engine/print_file.h"
+#include "engine/io/print_file.h"
 #include "engine_fixture.h"
 #include "ir/serialize.h"
 #include "ir/shape.h"
-#include "runtime/ops/print_sink.h"
+#include "runtime/kernels/print_sink.h"
 
 namespace mf {
 namespace {
@@ -91,7 +91,7 @@ TEST_F(FuzzFindingsTest, EmptyTensorPrintsWithoutWalkingItsRows) {
 // cache_entry_fuzz: a stored step whose node has an op this build does not register reached
 // code that reads the op's definition (a null pointer).
 TEST_F(FuzzFindingsTest, CacheEntryStepOfUnregisteredOpIsDataLoss) {
-  using namespace engine::cache_internal;
+  using namespace engine::detail;
   const std::string bytes = corpus_file("cache_entry_fuzz", "crash-unregistered-op-step.mfcc");
   proto::CacheEntryHeader header;
   size_t offset = 0;

@@ -10,9 +10,9 @@
 #include <cstring>
 #include <filesystem>
 
-#include "engine/control_flow.h"
-#include "engine/graph_mode.h"
-#include "engine/jit.h"
+#include "engine/graph/control_flow.h"
+#include "engine/graph/graph_mode.h"
+#include "engine/graph/jit.h"
 #include "engine/models/registry.h"
 #include "engine/nn/layers.h"
 #include "engine/ops.h"

@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/control_flow.h"
-#include "engine/ir_runner.h"
-#include "engine/jit.h"
+#include "engine/eager/ir_runner.h"
+#include "engine/graph/control_flow.h"
+#include "engine/graph/jit.h"
 #include "engine/models/registry.h"
 #include "engine/ops.h"
 #include "engine_fixture.h"

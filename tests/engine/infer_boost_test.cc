@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "engine/graph_mode.h"
+#include "engine/graph/graph_mode.h"
 #include "engine/models/registry.h"
 #include "engine/nn/cell.h"
 #include "engine_fixture.h"

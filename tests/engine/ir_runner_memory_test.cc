@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/ir_runner.h"
+#include "engine/eager/ir_runner.h"
 #include "engine_fixture.h"
 #include "ir/graph.h"
 #include "runtime/memory_pool.h"

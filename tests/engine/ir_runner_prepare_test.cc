@@ -7,7 +7,7 @@
 
 #include <thread>
 
-#include "engine/ir_runner.h"
+#include "engine/eager/ir_runner.h"
 #include "engine_fixture.h"
 #include "ir/graph.h"
 

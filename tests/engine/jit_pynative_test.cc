@@ -7,8 +7,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "engine/graph_mode.h"
-#include "engine/jit.h"
+#include "engine/graph/graph_mode.h"
+#include "engine/graph/jit.h"
 #include "engine/nn/cell.h"
 #include "engine/ops.h"
 #include "runtime/dnnl/primitive_cache.h"

@@ -10,6 +10,7 @@
 
 #include "engine/ops.h"
 #include "engine_fixture.h"
+#include "tests/tensor_bytes.h"
 
 namespace mf {
 namespace {
@@ -22,10 +23,42 @@ TEST_P(ModelsTest, RunsWithFiniteOutputsAndTheSameResultSyncOrAsync) {
   const models::NetSpec& spec = models::find_net(GetParam());
   auto net = spec.make(0);
   Tensor x = spec.make_input(0);
-  const std::vector<double> async_out = (*net)(x).to_doubles();
-  for (double v : async_out) ASSERT_TRUE(std::isfinite(v));
+  const Tensor async_out = (*net)(x);
+  for (double v : async_out.to_doubles()) ASSERT_TRUE(std::isfinite(v));
   context::set({{"pynative_synchronize", true}});
-  EXPECT_EQ((*net)(x).to_doubles(), async_out);
+  EXPECT_EQ(testing::bytes_of((*net)(x)), testing::bytes_of(async_out));
+}
+
+// A batch of 0 is an ordinary shape: every net computes its empty output in every mode, level and
+// executor, with the batch-0 shape of its usual output.
+TEST_P(ModelsTest, ABatchOfZeroRunsInEveryModeAndLevel) {
+  const models::NetSpec& spec = models::find_net(GetParam());
+  auto net = spec.make(0);
+  const Tensor usual = spec.make_input(0);
+  Shape expected = (*net)(usual).shape();
+  Shape empty_shape = usual.shape();
+  ASSERT_FALSE(empty_shape.empty());
+  empty_shape[0] = 0;
+  expected[0] = 0;
+  const Tensor empty = Tensor::zeros(empty_shape, usual.dtype());
+  for (bool synchronous : {false, true}) {
+    context::set({{"mode", "PYNATIVE_MODE"}, {"pynative_synchronize", synchronous}});
+    EXPECT_EQ(spec.make(0)->operator()(empty).shape(), expected) << "PYNATIVE";
+  }
+  for (const char* level : {"O0", "O1", "O2"}) {
+    for (int memory : {0, 1}) {
+      for (int fusion : {0, 3}) {
+        SCOPED_TRACE(std::string("GRAPH ") + level + " memory O" + std::to_string(memory) +
+                     " fusion " + std::to_string(fusion));
+        context::set({{"mode", "GRAPH_MODE"},
+                      {"jit_config", {{"jit_level", level}}},
+                      {"memory_optimize_level", memory == 0 ? "O0" : "O1"},
+                      {"graph_kernel_flags", "--opt_level=" + std::to_string(fusion)}});
+        const Tensor y = (*spec.make(0))(empty);
+        EXPECT_EQ(y.shape(), expected);
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllNets, ModelsTest,

@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "context/context.h"
-#include "engine/ir_runner.h"
-#include "engine/onnx/importer.h"
+#include "engine/eager/ir_runner.h"
+#include "engine/io/onnx/importer.h"
 #include "tests/engine/engine_fixture.h"
 
 namespace mf {

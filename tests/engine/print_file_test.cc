@@ -1,7 +1,7 @@
 // print_file_path: prints go to a protobuf file that reads back exactly; an existing file is kept
 // and the output gets a timestamp suffix; damage is reported, never trusted.
 
-#include "engine/print_file.h"
+#include "engine/io/print_file.h"
 
 #include <gtest/gtest.h>
 

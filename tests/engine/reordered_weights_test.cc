@@ -11,6 +11,7 @@
 #include "engine_fixture.h"
 #include "runtime/dnnl/primitive_cache.h"
 #include "runtime/storage.h"
+#include "tests/tensor_bytes.h"
 
 namespace mf {
 namespace {
@@ -28,16 +29,16 @@ TEST_F(ReorderedWeightsTest, OpByOpAWeightWrittenInPlaceIsNeverServedStale) {
   const Tensor x = Tensor::randn({1, 64, 28, 28}, 1);
   Tensor w = Tensor::randn({64, 64, 3, 3}, 2);
   auto& cache = runtime::dnnl_rt::reordered_weights_cache();
-  const std::vector<float> first = ops::conv2d(x, w, padded()).to_vector<float>();
+  const std::vector<uint8_t> first = testing::bytes_of(ops::conv2d(x, w, padded()));
   const int64_t hits = cache.stats().hits;
-  EXPECT_EQ(ops::conv2d(x, w, padded()).to_vector<float>(), first);
+  EXPECT_EQ(testing::bytes_of(ops::conv2d(x, w, padded())), first);
   EXPECT_GT(cache.stats().hits, hits) << "the same weights were reordered again";
   // Written in place: the next call sees the new bytes.
   static_cast<float*>(w.mutable_raw_data())[5] += 0.5f;
   const Tensor fresh = Tensor::from_vector(w.to_vector<float>(), {64, 64, 3, 3});
-  const std::vector<float> after = ops::conv2d(x, w, padded()).to_vector<float>();
+  const std::vector<uint8_t> after = testing::bytes_of(ops::conv2d(x, w, padded()));
   EXPECT_NE(after, first);
-  EXPECT_EQ(after, ops::conv2d(x, fresh, padded()).to_vector<float>());
+  EXPECT_EQ(after, testing::bytes_of(ops::conv2d(x, fresh, padded())));
 }
 
 TEST_F(ReorderedWeightsTest, GraphModeWithoutInferBoostFollowsItsParameters) {
@@ -48,24 +49,24 @@ TEST_F(ReorderedWeightsTest, GraphModeWithoutInferBoostFollowsItsParameters) {
   config.padding = 1;
   nn::Conv2d net(config, 3);
   const Tensor x = Tensor::randn({1, 64, 28, 28}, 4);
-  const std::vector<float> first = net(x).to_vector<float>();
+  const std::vector<uint8_t> first = testing::bytes_of(net(x));
   auto& cache = runtime::dnnl_rt::reordered_weights_cache();
   const int64_t hits = cache.stats().hits;
-  EXPECT_EQ(net(x).to_vector<float>(), first);
+  EXPECT_EQ(testing::bytes_of(net(x)), first);
   EXPECT_GT(cache.stats().hits, hits) << "the parameter's weights were reordered again";
   // In place: the compiled graph's next run uses the new bytes.
   Tensor weight = net.named_parameters().at(0).second;
   ASSERT_EQ(weight.shape(), (Shape{64, 64, 3, 3}));
   static_cast<float*>(weight.mutable_raw_data())[0] += 0.5f;
-  const std::vector<float> written = net(x).to_vector<float>();
+  const std::vector<uint8_t> written = testing::bytes_of(net(x));
   EXPECT_NE(written, first);
   // Replaced: likewise.
   net.set_parameter(net.named_parameters().at(0).first, Tensor::randn({64, 64, 3, 3}, 5));
-  const std::vector<float> replaced = net(x).to_vector<float>();
+  const std::vector<uint8_t> replaced = testing::bytes_of(net(x));
   EXPECT_NE(replaced, written);
   // Each equals what op by op computes from the same values.
   context::set({{"mode", "PYNATIVE_MODE"}});
-  EXPECT_EQ(net(x).to_vector<float>(), replaced);
+  EXPECT_EQ(testing::bytes_of(net(x)), replaced);
 }
 
 TEST_F(ReorderedWeightsTest, MemoryAnotherOwnerWritesIsNeverKept) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "ir/call_graph.h"
 #include "tests/ir/test_ops.h"
 
 namespace mf::ir {
@@ -219,6 +220,51 @@ TEST_F(GraphTest, ReinferAfterAttributeChange) {
   c->set_attr("to", DType::kFloat64);
   g.reinfer(c);
   EXPECT_EQ(c->output_type().dtype, DType::kFloat64);
+}
+
+}  // namespace
+}  // namespace mf::ir
+
+namespace mf::ir {
+namespace {
+
+// main -> a -> b -> c, and main -> c directly: the depth is the longest chain (4), counted without
+// recursion over 100,000 nested calls; a call back to a graph on the path is recursion.
+TEST(CallDepthTest, CountsTheLongestChainOfNestedCalls) {
+  const TensorType type{DType::kFloat32, {2}};
+  auto call = [&](Graph* g, Value x, const std::string& callee) {
+    return Value(g->create_node(nullptr, "call", {x}, {{"graph", callee}}, {type}));
+  };
+  Graph main("main");
+  Value x = main.add_parameter("x", type);
+  main.add_output(call(&main, call(&main, x, "a"), "c"));
+  for (const char* name : {"a", "b", "c"}) main.add_subgraph(name);
+  Graph* a = main.find_subgraph("a");
+  a->add_output(call(a, a->add_parameter("x", type), "b"));
+  Graph* b = main.find_subgraph("b");
+  b->add_output(call(b, b->add_parameter("x", type), "c"));
+  Graph* c = main.find_subgraph("c");
+  c->add_output(c->add_parameter("x", type));
+  CallDepth depth = call_depth(main);
+  EXPECT_EQ(depth.depth, 4);
+  EXPECT_EQ(depth.deepest, "c");
+  EXPECT_FALSE(depth.recursive);
+  Graph chain("chain");
+  Value y = chain.add_parameter("x", type);
+  constexpr int kLevels = 100000;
+  for (int i = 0; i < kLevels; ++i) chain.add_subgraph("f" + std::to_string(i));
+  chain.add_output(call(&chain, y, "f0"));
+  for (int i = 0; i < kLevels; ++i) {
+    Graph* f = chain.find_subgraph("f" + std::to_string(i));
+    Value p = f->add_parameter("x", type);
+    f->add_output(i + 1 < kLevels ? call(f, p, "f" + std::to_string(i + 1)) : p);
+  }
+  depth = call_depth(chain);
+  EXPECT_EQ(depth.depth, kLevels + 1);
+  EXPECT_FALSE(depth.recursive);
+  Graph* last = chain.find_subgraph("f" + std::to_string(kLevels - 1));
+  last->add_output(call(last, last->parameter(0), "f0"));
+  EXPECT_TRUE(call_depth(chain).recursive);
 }
 
 }  // namespace

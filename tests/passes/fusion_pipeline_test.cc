@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "passes/compiler.h"
+#include "passes/pass_table.h"
 #include "tests/passes/fusion_test_util.h"
 #include "tests/unique_temp_path.h"
 

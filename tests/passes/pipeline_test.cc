@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "passes/pass_table.h"
 #include "passes/passes.h"
-#include "passes/pipelines.h"
 #include "tests/passes/pass_test_util.h"
 
 namespace mf::passes {
@@ -41,6 +41,21 @@ class Flaky final : public Pass {
   int* runs_;
 };
 
+// Rewrites the graph and says it did not: the second neg becomes an abs.
+class SilentRewrite final : public Pass {
+ public:
+  std::string_view name() const override { return "silent-rewrite"; }
+  bool run(ir::Graph& graph) override {
+    for (ir::Node& node : graph.nodes()) {
+      if (node.op() == "neg" && node.inputs()[0].node() != nullptr) {
+        graph.set_input(&node, 0, graph.parameter(0));
+        return false;
+      }
+    }
+    return false;
+  }
+};
+
 class Throws final : public Pass {
  public:
   std::string_view name() const override { return "throws"; }
@@ -60,6 +75,27 @@ TEST(PipelineTest, VerificationNamesThePassThatBrokeTheGraph) {
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(PipelineTest, APassThatChangesTheGraphButReportsNoChangeIsAnInternalError) {
+  auto graph = testing::parse(kSmall);
+  Pipeline pipeline;
+  pipeline.add(std::make_unique<SilentRewrite>());
+  try {
+    pipeline.run(*graph);
+    FAIL() << "expected an internal error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    EXPECT_EQ(e.message(),
+              "pass 'silent-rewrite' reported no change but changed the graph "
+              "(0 nodes added, 0 removed, 1 rewritten)");
+  }
+}
+
+TEST(PipelineTest, EveryTableRowNamesItsPassAsThePassNamesItself) {
+  const std::vector<std::string> names = known_pass_names();
+  ASSERT_GE(names.size(), 15u);
+  for (const std::string& name : names) EXPECT_EQ(make_pass(name)->name(), name);
 }
 
 TEST(PipelineTest, ErrorsCarryThePassName) {

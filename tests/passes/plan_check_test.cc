@@ -148,6 +148,43 @@ TEST(PlanCheck, AFalseInPlaceClaimIsRefused) {
       << msg;
 }
 
+// A forged entry whose bytes do agree: a matmul marked in place with its output placed on its
+// input. The offsets are consistent, but a matmul reads its input while it writes: never in place.
+TEST(PlanCheck, AnInPlaceStepOfAnOpThatMayNotWriteOverItsInputIsRefused) {
+  const std::string msg = damaged([](Plan& p) {
+    for (runtime::Step& step : p.steps) {
+      if (step.in_place || step.node->op() != "matmul") continue;
+      const int in = step.inputs[0], out = step.outputs[0];
+      if (p.slots[in].kind != SlotKind::kArena || p.slots[out].kind != SlotKind::kArena) continue;
+      step.in_place = true;
+      p.slots[out].offset = p.slots[in].offset;
+      return;
+    }
+    ADD_FAILURE() << "no matmul between arena slots";
+  });
+  EXPECT_NE(msg.find("runs matmul in place, which that op does not allow"), std::string::npos)
+      << msg;
+}
+
+// An in-place step whose input is read again later: its bytes would be gone.
+TEST(PlanCheck, AnInPlaceStepOverAnInputReadLaterIsRefused) {
+  auto g = std::make_unique<Graph>("reread");
+  auto* x = g->add_parameter("x", f32({8, 8}));
+  ir::Value a = g->add_node("neg", {x});
+  ir::Value b = g->add_node("relu", {a});
+  g->add_output(g->add_node("add", {b, a}));
+  Plan p = plan(*g, MemoryLevel::kO1);
+  ASSERT_EQ(refusal(p), "");
+  for (runtime::Step& step : p.steps) {
+    if (step.node->op() != "relu") continue;
+    ASSERT_FALSE(step.in_place);
+    step.in_place = true;
+    p.slots[step.outputs[0]].offset = p.slots[step.inputs[0]].offset;
+  }
+  const std::string msg = refusal(p);
+  EXPECT_FALSE(msg.empty());
+}
+
 TEST(PlanCheck, AnEarlyReleaseIsRefused) {
   auto g = mixed_graph();
   Plan p = plan(*g, MemoryLevel::kO0);

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import modeflow as ms
+from conftest import require
 
 ONNX_NODE_TESTS = "/usr/share/libonnx-testdata/data/node"
 
@@ -25,9 +26,9 @@ def test_models_load_runs_in_both_modes():
         ms.models.load("no_such_net")
 
 
-@pytest.mark.skipif(not os.path.isdir(ONNX_NODE_TESTS), reason="libonnx-testdata not installed")
 @pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
 def test_onnx_load_runs_a_model(mode):
+    require(os.path.isdir(ONNX_NODE_TESTS), "libonnx-testdata not installed")
     ms.set_context(mode=mode)
     model = ms.onnx.load(os.path.join(ONNX_NODE_TESTS, "test_relu", "model.onnx"))
     assert len(model.input_names) == 1 and len(model.output_names) == 1

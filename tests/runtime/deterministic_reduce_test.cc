@@ -1,4 +1,4 @@
-// deterministic (issue #15): ON gives the same bits for 1 and 2 intra-op threads; OFF may split a
+// deterministic: ON gives the same bits for 1 and 2 intra-op threads; OFF may split a
 // long column reduction by thread count and stays within float tolerance of ON.
 
 #include <gtest/gtest.h>

@@ -269,11 +269,11 @@ TEST(DnnlKernels, FusedActivationGivesTheBytesOfTheSeparateOps) {
   }
 }
 
-// An NCHW depthwise convolution runs its own kernel (runtime/ops/depthwise_conv.cc), channels-last
-// ones oneDNN's: the layout pass moves a convolution between the two, so they must agree bit for
-// bit. Shapes cover the kernel's vector paths (stride 1 and 2, 16 outputs at a time) and their
-// tails, padding on every side, a 5x5 window, dilation, bias and both activations. Nothing is
-// prepared for the NCHW form: there is no oneDNN primitive behind it.
+// An NCHW depthwise convolution runs its own kernel (runtime/kernels/depthwise_conv.cc),
+// channels-last ones oneDNN's: the layout pass moves a convolution between the two, so they must
+// agree bit for bit. Shapes cover the kernel's vector paths (stride 1 and 2, 16 outputs at a time)
+// and their tails, padding on every side, a 5x5 window, dilation, bias and both activations.
+// Nothing is prepared for the NCHW form: there is no oneDNN primitive behind it.
 TEST(DnnlKernels, DepthwiseNchwGivesTheBitsOfChannelsLast) {
   const ir::DType f = ir::DType::kFloat32;
   struct Case {

@@ -309,21 +309,21 @@ TEST(EagerExecutor, SubmitterBlocksAtTheQueueDepthAndResumesOnceHalfDrained) {
       submitted = i;
     }
   });
-  auto settle = [] { std::this_thread::sleep_for(std::chrono::milliseconds(50)); };
-  while (submitted < kDepth) std::this_thread::yield();
-  settle();
+  // Blocked in submit(), by state: no sleep decides it.
+  while (executor.blocked_submitters() == 0) std::this_thread::yield();
   EXPECT_EQ(submitted.load(), kDepth) << "the task after a full queue must wait";
-  // The worker takes tasks 1.. one by one; the submitter stays blocked while more than kResumeAt
-  // remain queued.
+  // The worker takes tasks 1.. one by one; it wakes the submitter (before running the task it
+  // took) only once kResumeAt remain queued.
   const size_t pops_to_resume = kDepth - EagerExecutor::kResumeAt;
   for (size_t i = 0; i < pops_to_resume; ++i) {
     gates[i]->count_down();
     while (!started[i + 1]) std::this_thread::yield();
     if (i + 1 < pops_to_resume) {
-      settle();
-      EXPECT_EQ(submitted.load(), kDepth) << "woken after " << i + 1 << " pops";
+      EXPECT_EQ(executor.submitter_wakeups(), 0u) << "woken after " << i + 1 << " pops";
+      EXPECT_EQ(submitted.load(), kDepth) << "returned after " << i + 1 << " pops";
     }
   }
+  EXPECT_EQ(executor.submitter_wakeups(), 1u);
   submitter.join();  // woken at kResumeAt
   EXPECT_EQ(submitted.load(), kDepth + 1);
   for (size_t i = pops_to_resume; i <= kDepth + 1; ++i) gates[i]->count_down();

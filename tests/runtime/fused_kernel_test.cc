@@ -11,7 +11,7 @@
 #include <random>
 
 #include "base/error.h"
-#include "engine/driver.h"
+#include "engine/graph/driver.h"
 #include "ir/graph.h"
 #include "ir/printer.h"
 #include "runtime/graph_executor.h"

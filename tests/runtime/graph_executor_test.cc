@@ -14,7 +14,7 @@
 #include "ir/graph.h"
 #include "ir/verifier.h"
 #include "passes/plan_memory.h"
-#include "runtime/ops/print_sink.h"
+#include "runtime/kernels/print_sink.h"
 #include "runtime/storage.h"
 
 namespace mf::runtime {

@@ -25,7 +25,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "runtime/fused_kernel.h"
-#include "runtime/ops/print_sink.h"
+#include "runtime/kernels/print_sink.h"
 #include "runtime/parallel.h"
 #include "tests/runtime/ops_test_util.h"
 
@@ -95,9 +95,10 @@ KernelRun run_kernel(const OpDef& op, std::vector<HostTensor>& inputs,
 }
 
 // Every check of one op sample, reported through gtest failures (so a negative control can expect
-// them). `op` may be a test-only copy of a registered op.
-void check_conformance(const OpDef& op, size_t sample) {
-  const ir::OpSample& s = op.samples[sample];
+// them). `op` may be a test-only copy of a registered op. With `may_refuse` (a derived sample the
+// op need not accept) an InvalidArgument from inference for the sample's own types is not a
+// failure. Returns how many dtypes ran.
+int check_sample(const OpDef& op, const ir::OpSample& s, size_t sample, bool may_refuse) {
   std::seed_seq seed(op.name.begin(), op.name.end());
   std::mt19937_64 rng(seed);
   rng.discard(sample * 7919);
@@ -131,8 +132,11 @@ void check_conformance(const OpDef& op, size_t sample) {
     } catch (const Error& e) {
       // Refusing a dtype is fine, but only as a user error with a message; the sample's own dtype
       // must always be accepted.
-      ASSERT_NE(dtype, main_dtype) << "the sample's own types are rejected: " << e.what();
       EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+      if (dtype == main_dtype && !may_refuse) {
+        ADD_FAILURE() << "the sample's own types are rejected: " << e.what();
+        return runs;
+      }
       continue;
     }
 
@@ -221,7 +225,33 @@ void check_conformance(const OpDef& op, size_t sample) {
     }
     ++runs;
   }
-  EXPECT_GE(runs, 1);
+  return runs;
+}
+
+void check_conformance(const OpDef& op, size_t sample) {
+  EXPECT_GE(check_sample(op, op.samples[sample], sample, false), 1);
+}
+
+// Zero-sized variants of a sample: for each dimension of each input, that size set to 0 wherever
+// it appears at the same distance from the last axis in any input (so operands that must agree,
+// as a matmul's inner sizes or an add's, still agree). An empty dimension is an ordinary shape.
+std::vector<ir::OpSample> zero_sized_variants(const ir::OpSample& s) {
+  std::vector<ir::OpSample> out;
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const ir::Shape& shape = s.inputs[i].shape;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] <= 1) continue;
+      const size_t from_end = shape.size() - d;
+      ir::OpSample v = s;
+      for (TensorType& t : v.inputs) {
+        if (t.shape.size() >= from_end && t.shape[t.shape.size() - from_end] == shape[d]) {
+          t.shape[t.shape.size() - from_end] = 0;
+        }
+      }
+      out.push_back(std::move(v));
+    }
+  }
+  return out;
 }
 
 class OpConformance : public ::testing::TestWithParam<Case> {
@@ -256,6 +286,49 @@ TEST_P(OpConformance, OneOpGraphPrintsAndParsesBack) {
     std::unique_ptr<ir::Graph> parsed = ir::parse_graph(text, op.name + ".ir");
     EXPECT_EQ(ir::print_graph(*parsed, {detail}), text);
   }
+}
+
+// Every sample again with each dimension in turn made empty: the kernel computes its (empty, or for
+// a reduction over an empty axis, filled) result as the reference does, without a fault, a hang or
+// work proportional to anything but the bytes. An op may refuse a variant with InvalidArgument (a
+// window larger than an empty input), but every op must accept some empty shape.
+TEST_P(OpConformance, ZeroSizedShapesComputeTheirResults) {
+  const OpDef& op = *GetParam().op;
+  if (op.has(ir::Trait::kControlFlow)) return;
+  const ir::OpSample& s = op.samples[GetParam().sample];
+  int variants = 0, ran = 0;
+  for (const ir::OpSample& v : zero_sized_variants(s)) {
+    std::string shapes;
+    for (const TensorType& t : v.inputs) shapes += ir::shape_to_string(t.shape) + " ";
+    SCOPED_TRACE("inputs " + shapes);
+    ++variants;
+    ran += check_sample(op, v, GetParam().sample, true) > 0 ? 1 : 0;
+  }
+  // Samples of scalars and ones have no dimension to empty; the op's other samples do.
+  if (variants > 0) RecordProperty("zero_sized_variants_run", ran);
+}
+
+TEST(OpRegistryConformance, EveryOpAcceptsSomeZeroSizedShape) {
+  int ops = 0;
+  for (const OpDef* op : ir::all_ops()) {
+    if (op->has(ir::Trait::kControlFlow)) continue;
+    bool accepted = false, any_variant = false;
+    for (const ir::OpSample& s : op->samples) {
+      for (const ir::OpSample& v : zero_sized_variants(s)) {
+        any_variant = true;
+        try {
+          ir::Attrs attrs = v.attrs;
+          op->infer_types(v.inputs, attrs);
+          accepted = true;
+        } catch (const Error&) {
+        }
+      }
+    }
+    if (!any_variant) continue;
+    ++ops;
+    EXPECT_TRUE(accepted) << op->name << " refuses every zero-sized variant of its samples";
+  }
+  EXPECT_GE(ops, 50);
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, OpConformance, ::testing::ValuesIn(all_cases()), case_name);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/ops/print_sink.h"
+#include "runtime/kernels/print_sink.h"
 #include "tests/runtime/ops_test_util.h"
 
 namespace mf::runtime::ops {

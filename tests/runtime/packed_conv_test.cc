@@ -1,4 +1,4 @@
-// The packed-weights convolution (runtime/ops/packed_conv.cc): which convolutions it takes, and
+// The packed-weights convolution (runtime/kernels/packed_conv.cc): which convolutions it takes, and
 // that every way of giving it weights (packed per call, kept under their content identity, prepared
 // as constants), either data format and the fused activations give the same bits. Its values
 // against the double reference, at one and many threads, are the op conformance suite's (conv2d's
@@ -11,9 +11,10 @@
 #include "ir/op_def.h"
 #include "runtime/dnnl/engine.h"
 #include "runtime/dnnl/prepare.h"
-#include "runtime/ops/conv_layout.h"
-#include "runtime/ops/packed_conv.h"
+#include "runtime/kernels/conv_layout.h"
+#include "runtime/kernels/packed_conv.h"
 #include "tests/runtime/ops_test_util.h"
+#include "tests/skip_unless.h"
 
 namespace mf::runtime::ops {
 namespace {
@@ -57,7 +58,7 @@ TEST(PackedConv, TakesConvolutionsWhoseWeightsOutweighTheirPlane) {
 // several blocks of k, a tap's channels split across blocks, stride, dilation, asymmetric padding
 // and a batch of two.
 TEST(PackedConv, SamplesCoverIt) {
-  if (!packed_conv_available()) GTEST_SKIP() << "the packed kernel needs an AVX-512 build";
+  MF_SKIP_UNLESS(packed_conv_available(), "the packed kernel needs an AVX-512 build");
   int packed = 0;
   for (const ir::OpSample& s : ir::get_op("conv2d").samples) {
     ir::Attrs attrs = s.attrs;
@@ -157,7 +158,7 @@ TEST(PackedConv, EveryWayOfGivingTheWeightsGivesTheSameBits) {
 // State prepared for one kernel is never read by the other: a graph compiled while oneDNN was
 // forced and run after (or the reverse) runs the kernel chosen now, with the same bits.
 TEST(PackedConv, StatePreparedForTheOtherKernelIsIgnored) {
-  if (!packed_conv_available()) GTEST_SKIP() << "the packed kernel needs an AVX-512 build";
+  MF_SKIP_UNLESS(packed_conv_available(), "the packed kernel needs an AVX-512 build");
   PackedCase c = channels_last_case(packed_cases()[0]);
   ir::Attrs& attrs = c.attrs;
   std::vector<HostTensor> in = random_inputs(c.inputs, 13);
@@ -206,17 +207,18 @@ TEST(PackedConv, FusedActivationGivesTheBytesOfTheSeparateOps) {
 // then adds the bias: forcing a oneDNN layout (MF_DNNL_CONV_LAYOUT, for measuring) runs oneDNN and
 // gives the same bits, so this kernel changed no network's results.
 TEST(PackedConv, GivesTheBitsOfOneDnnChannelsLast) {
-  if (!packed_conv_available()) GTEST_SKIP() << "the packed kernel needs an AVX-512 build";
+  MF_SKIP_UNLESS(packed_conv_available(), "the packed kernel needs an AVX-512 build");
   for (PackedCase c : packed_cases()) {
     std::vector<HostTensor> in = random_inputs(c.inputs, 9);
     for (int threads : {1, 2}) {
+      // The claim is about the packed kernel: it must be the one that ran.
+      ASSERT_TRUE(conv2d_runs_packed(c.inputs, c.attrs)) << ir::shape_to_string(c.inputs[1].shape);
       const HostTensor packed = run("conv2d", in, c.attrs, threads, false);
       dnnl_rt::set_conv_layout(dnnl_rt::ConvLayout::kBlocked);
       const HostTensor onednn = run("conv2d", in, c.attrs, threads, false);
       dnnl_rt::set_conv_layout(dnnl_rt::ConvLayout::kAuto);
-      int64_t differ = 0;
-      for (int64_t i = 0; i < packed.size(); ++i) differ += packed.get(i) != onednn.get(i);
-      EXPECT_EQ(differ, 0) << ir::shape_to_string(c.inputs[1].shape) << " threads " << threads;
+      EXPECT_TRUE(packed.same_bytes(onednn))
+          << ir::shape_to_string(c.inputs[1].shape) << " threads " << threads;
     }
   }
 }

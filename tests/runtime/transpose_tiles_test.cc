@@ -1,6 +1,6 @@
-// The layout transposes' tiled copy (runtime/ops/transpose_tiles.cc, reached through strided_copy):
-// every element lands where the index arithmetic says, for every dtype size, whole and partial
-// 16 x 16 tiles, stacks of matrices, narrow matrices, and any thread count.
+// The layout transposes' tiled copy (runtime/kernels/transpose_tiles.cc, reached through
+// strided_copy): every element lands where the index arithmetic says, for every dtype size, whole
+// and partial 16 x 16 tiles, stacks of matrices, narrow matrices, and any thread count.
 
 #include <gtest/gtest.h>
 

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "context/context.h"
-#include "engine/bisect.h"
+#include "engine/graph/bisect.h"
 #include "engine/models/registry.h"
 #include "engine/nn/cell.h"
 #include "engine/ops.h"

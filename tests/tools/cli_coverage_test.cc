@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "context/context.h"
-#include "engine/dispatch.h"
-#include "engine/onnx/writer.h"
+#include "engine/eager/dispatch.h"
+#include "engine/io/onnx/writer.h"
 #include "engine/ops.h"
 #include "engine/tensor.h"
 #include "ir/parser.h"

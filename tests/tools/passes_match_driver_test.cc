@@ -12,9 +12,9 @@
 
 #include "context/context.h"
 #include "context/fingerprint.h"
-#include "engine/driver.h"
+#include "engine/graph/driver.h"
+#include "engine/graph/trace.h"
 #include "engine/models/registry.h"
-#include "engine/trace.h"
 #include "tests/tools/mf_cli.h"
 
 namespace mf::testing {

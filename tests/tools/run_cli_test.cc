@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "engine/onnx/writer.h"
+#include "engine/io/onnx/writer.h"
 #include "engine/tensor.h"
 #include "mf_cli.h"
 

@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "ir/attribute.h"
+#include "ir/call_graph.h"
 
 namespace mf::tools::bench {
 namespace {
@@ -12,10 +13,7 @@ double bytes_of(const ir::TensorType& type) {
   return double(ir::num_elements(type.shape)) * double(ir::dtype_size(type.dtype));
 }
 
-// Attributes naming a subgraph, by the verifier's convention (see passes/pass.h).
-bool names_subgraph(std::string_view attr) {
-  return attr == "graph" || attr.ends_with("_graph") || attr.ends_with("_branch");
-}
+using ir::names_subgraph;
 
 double node_flops(const ir::Node& node) {
   const ir::TensorType& out = node.output_type(0);

@@ -1,0 +1,75 @@
+#pragma once
+// Runs an ir::Graph op by op through the dispatcher (PYNATIVE semantics): what `mf run FILE.ir`
+// does. Parameters are fed by name; a parameter nobody feeds is filled from the seed (randn for
+// floating types, zeros otherwise) and named in the report, so a dumped graph runs as it is.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/graph/driver.h"
+#include "engine/graph/graph_mode.h"
+#include "engine/tensor.h"
+#include "ir/graph.h"
+
+namespace mf::engine {
+
+class IrRunner {
+ public:
+  explicit IrRunner(std::unique_ptr<ir::Graph> graph);
+  ~IrRunner();
+  IrRunner(IrRunner&&) noexcept;
+  static IrRunner from_file(const std::string& path);
+
+  // Outputs in the graph's output order, each under the name the graph gives it (an ONNX model's
+  // output name, `Return(%3 as "logits")`), else "output<i>".
+  std::vector<std::pair<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs,
+                                                  uint64_t seed);
+  // Parameters filled from the seed in the last run().
+  const std::vector<std::string>& generated_parameters() const { return generated_; }
+  const ir::Graph& graph() const { return *graph_; }
+  // GRAPH mode: what the last run did (compiled or reused, times, planned peak).
+  const GraphRunReport& graph_report() const { return report_; }
+
+  // Op by op: the kernels prepared before the run's first op. The first op-by-op run at a thread
+  // count (and determinism) makes every node's oneDNN primitive, and oneDNN's sgemm code, before
+  // any op runs, as compiling does for a graph: the time is the run's, shown apart, and no kernel
+  // is made in the middle of the network. 0 kernels, 0 ms when they were already made.
+  struct EagerPrepareReport {
+    size_t kernels = 0;
+    double ms = 0;
+  };
+  const EagerPrepareReport& eager_prepare_report() const { return eager_prepare_; }
+
+ private:
+  std::map<std::string, Tensor> bind(const std::map<std::string, Tensor>& inputs, uint64_t seed);
+  std::vector<std::pair<std::string, Tensor>> run_eager(
+      const std::map<std::string, Tensor>& values);
+  // Interprets `graph` op by op; call/cond/while run their subgraphs the same way, `depth` deep.
+  std::vector<Tensor> interpret(const ir::Graph& graph, const std::vector<Tensor>& args, int depth,
+                                int max_depth);
+  std::vector<std::pair<std::string, Tensor>> run_compiled(
+      const std::map<std::string, Tensor>& values);
+  // Makes every node's primitive for the current intra-op threads, once per (threads,
+  // deterministic).
+  void prepare_eager_kernels(const std::map<std::string, Tensor>& bound);
+
+  std::unique_ptr<ir::Graph> graph_;
+  std::vector<std::string> generated_;
+  std::vector<std::string> output_names() const;
+
+  std::vector<std::unique_ptr<CompiledNetwork>> compiled_;  // per compile fingerprint
+  GraphRunReport report_;
+  EagerPrepareReport eager_prepare_;
+  // Op by op: each constant of the graph (and its subgraphs) as a tensor, made at its first use.
+  std::unordered_map<const ir::Constant*, Tensor> constants_;
+  const Tensor& constant_tensor(const ir::Constant* c);  // from constants_, made on first use
+  int eager_prepared_threads_ = 0;                       // 0: nothing prepared yet
+  bool eager_prepared_deterministic_ = false;
+  bool eager_prepared_channels_last_ = false;
+};
+
+}  // namespace mf::engine

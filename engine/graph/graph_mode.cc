@@ -1,0 +1,219 @@
+#include "engine/graph/graph_mode.h"
+#include <atomic>
+#include <chrono>
+
+#include "base/logging.h"
+#include "engine/eager/eager_layout.h"
+#include "engine/engine_state.h"
+#include "engine/nn/cell.h"
+#include "engine/scope.h"
+#include "runtime/eager_executor.h"
+
+namespace mf::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double millis_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// Why no held form fits: the input that changed, or the compile settings that did.
+std::string recompile_reason(const CompiledForms& forms, const ir::TensorType& input,
+                             const context::Fingerprint& fingerprint) {
+  if (forms.entries.empty()) return {};
+  const CompiledCell& last = *forms.entries.back();
+  if (!(last.input_type == input)) {
+    return "input x changed from " + ir::type_to_string(last.input_type) + " to " +
+           ir::type_to_string(input);
+  }
+  std::string changed;
+  for (const auto& name : context::differing_components(last.network->fingerprint, fingerprint)) {
+    changed += (changed.empty() ? "" : ", ") + name;
+  }
+  if (changed.empty()) return "infer_boost: a weight compiled in as a constant was replaced";
+  return "compile settings changed: " + changed;
+}
+
+std::unique_ptr<CompiledCell> trace_and_compile(nn::Cell& cell, const Tensor& x,
+                                                const DerivedPolicy& derived) {
+  static std::atomic<int> compile_counter{0};
+  const context::Policy& policy = derived.policy;
+  auto form = std::make_unique<CompiledCell>();
+  form->input_type = x.type();
+  const auto start = Clock::now();
+  TraceResult trace =
+      Tracer::trace(cell, x, policy.max_call_depth.value, policy.reserve_class_name_in_scope.value);
+  form->trace_ms = millis_since(start);
+  form->bindings = std::move(trace.bindings);
+  const std::string prefix = trace.graph->name() + "_" + std::to_string(++compile_counter);
+  // infer_boost: the weights' current tensors, looked up once, become constants.
+  std::vector<Tensor> bound;
+  const WeightLookup weight_of = [&](const ir::Parameter& p) -> Tensor {
+    if (p.index() >= form->bindings.size() ||
+        form->bindings[p.index()].kind != Binding::Kind::kWeight) {
+      return {};
+    }
+    if (bound.empty()) bound = bound_tensors(cell, form->bindings, x);
+    return bound[p.index()];
+  };
+  form->network = compile(std::move(trace.graph), x.type(), policy, derived.fingerprint,
+                          driver_options(policy, prefix), weight_of);
+  return form;
+}
+
+// Whether a form compiled with its weights frozen in (infer_boost) still has them: a cell whose
+// parameter was replaced since needs another compile.
+bool weights_unchanged(nn::Cell& cell, const Tensor& x, const CompiledCell& form) {
+  const FrozenWeights& frozen = form.network->frozen_weights;
+  if (frozen.tensors.empty()) return true;
+  const std::vector<Tensor> bound = bound_tensors(cell, form.bindings, x);
+  std::vector<Tensor> weights;
+  for (size_t i = 0; i < form.bindings.size(); ++i) {
+    if (form.bindings[i].kind == Binding::Kind::kWeight) weights.push_back(bound[i]);
+  }
+  return frozen.same_as(weights);
+}
+
+std::shared_ptr<const DerivedPolicy> derive(CompiledForms& forms,
+                                            std::optional<context::JitLevel> network_jit_level,
+                                            bool jit_region) {
+  const context::Snapshot snapshot = context::snapshot();
+  if (!forms.derived || forms.derived->context_version != snapshot.version() ||
+      forms.derived->network_jit_level != network_jit_level) {
+    context::Policy policy = context::derive_policy(
+        snapshot,
+        context::DeriveOptions{.network_jit_level = network_jit_level, .jit_region = jit_region});
+    context::Fingerprint fingerprint = context::fingerprint(snapshot, policy);
+    forms.derived = std::make_shared<const DerivedPolicy>(DerivedPolicy{
+        snapshot.version(), network_jit_level, std::move(policy), std::move(fingerprint)});
+  }
+  return forms.derived;
+}
+
+// The form for x under `derived`: the last one run, a held one, or a new compile.
+CompiledCell& find_or_compile(nn::Cell& cell, const Tensor& x, CompiledForms& forms,
+                              const std::shared_ptr<const DerivedPolicy>& derived,
+                              GraphRunReport& report) {
+  CompiledCell* form = nullptr;
+  if (forms.last_entry != nullptr && forms.last_entry_derived == derived &&
+      forms.last_entry->input_type == x.type() && weights_unchanged(cell, x, *forms.last_entry)) {
+    form = forms.last_entry;
+  } else {
+    for (auto& entry : forms.entries) {
+      if (entry->input_type == x.type() && entry->network->fingerprint == derived->fingerprint &&
+          weights_unchanged(cell, x, *entry)) {
+        form = entry.get();
+      }
+    }
+  }
+  if (form == nullptr) {
+    report.recompile_reason = recompile_reason(forms, x.type(), derived->fingerprint);
+
+    if (!report.recompile_reason.empty()) {
+      log::info("recompiling {}: {}", cell.class_name(), report.recompile_reason);
+    }
+    forms.entries.push_back(trace_and_compile(cell, x, *derived));
+    form = forms.entries.back().get();
+    const CompiledNetwork& network = *form->network;
+    report.compiled = true;
+    report.trace_ms = form->trace_ms;
+    log::info("compiled {} at jit_level {} in {:.3g} ms (trace {:.3g} ms)", cell.class_name(),
+              context::to_string(network.jit_level), network.compile_ms, form->trace_ms);
+  }
+  forms.last_entry = form;
+  forms.last_entry_derived = derived;
+  describe_network(*form->network, derived->policy, report.compiled, report);
+  return *form;
+}
+
+Tensor wrap_output(std::vector<runtime::TensorArg> outputs, const std::string& what) {
+  MF_CHECK(outputs.size() == 1, Internal, "compiled ", what, " returned ", outputs.size(),
+           " outputs");
+  return tensor_of(std::move(outputs[0]));
+}
+
+// PYNATIVE: the compiled run is one task of the eager queue. Its inputs are taken as the tensors
+// they are now (no wait: every task producing them is ahead in the queue), its output is a tensor
+// whose buffer the task sets, so eager code before and after keeps its order and asynchrony.
+Tensor submit_compiled(nn::Cell& cell, const Tensor& x, CompiledCell& form,
+                       std::shared_ptr<const DerivedPolicy> derived, std::source_location where,
+                       GraphRunReport& report) {
+  std::vector<Tensor> bound = bound_tensors(cell, form.bindings, x);
+  // The compiled graph reads NCHW: channels-last eager tensors are copied first, in queue order.
+  for (Tensor& t : bound) t = plain_tensor(t, where);
+  const ir::Graph& graph = *form.network->compiled.graph;
+  MF_CHECK(graph.outputs().size() == 1, Internal, "compiled ", cell.class_name(), " returns ",
+           graph.outputs().size(), " outputs");
+  auto out = std::make_shared<TensorImpl>();
+  out->type = graph.outputs()[0].type();
+  const std::string what = "jit-compiled " + cell.class_name();
+  auto task = [network = form.network, derived, snapshot = context::snapshot(),
+               bound = std::move(bound), out, what] {
+    std::vector<runtime::TensorArg> inputs;
+    inputs.reserve(bound.size());
+    for (const Tensor& t : bound) inputs.push_back({t.type(), t.impl()->buffer});
+    std::vector<runtime::TensorArg> results =
+        run(*network, inputs, derived->policy, snapshot, what);
+    out->buffer = std::move(results.at(0).buffer);
+  };
+  const auto start = Clock::now();
+  auto& executor = runtime::default_eager_executor();
+  const bool inline_run = executor.synchronous();
+  out->ready_seq = executor.submit(
+      std::move(task), runtime::TaskInfo{"jit(" + cell.class_name() + ")", current_scope(), where});
+  if (inline_run) report.run_ms = millis_since(start);
+  report.ran = true;
+  return Tensor(out);
+}
+
+}  // namespace
+
+void describe_network(const CompiledNetwork& network, const context::Policy& policy,
+                      bool just_compiled, GraphRunReport& report) {
+  report.planned_peak_bytes = network.compiled.plan->planned_peak_bytes;
+  report.memory_regime = std::string(network.compiled.plan->memory_regime());
+  report.executor = std::string(network.executor->name());
+  report.jit_level = std::string(context::to_string(policy.jit_level.value));
+  report.fusion_level = policy.fusion_level.value;
+  if (!just_compiled) return;
+  report.compile_ms = network.compile_ms;
+  report.dump_files = network.compiled.dump_files;
+  report.cache_hit = network.cache_hit;
+  report.cache_key = network.cache_key;
+  report.cache_note = network.cache_note;
+  report.prepared_kernels = network.prepared_kernels;
+  report.frozen_weight_bytes = network.frozen_weights.bytes;
+}
+
+Tensor run_compiled_cell(nn::Cell& cell, const Tensor& x, CompiledForms& forms,
+                         std::optional<context::JitLevel> network_jit_level,
+                         std::source_location where) {
+  const auto current = current_policy();  // applies memory limits and print routing
+  const bool jit_region = current->mode.value == context::ExecutionMode::kPynative;
+  // Held here: the cell's forms may be re-derived while this call runs (a nested call of it).
+  const std::shared_ptr<const DerivedPolicy> derived = derive(forms, network_jit_level, jit_region);
+  const context::Policy& policy = derived->policy;
+  GraphRunReport report;
+  report.jit_region = jit_region;
+  CompiledCell& form = find_or_compile(cell, x, forms, derived, report);
+  if (policy.precompile_only.value) {
+    log::info("precompile_only: {} compiled, not run", cell.class_name());
+    forms.last_report = std::move(report);
+    return Tensor();
+  }
+  if (jit_region) {
+    Tensor y = submit_compiled(cell, x, form, derived, where, report);
+    forms.last_report = std::move(report);
+    return y;
+  }
+  const auto start = Clock::now();
+  std::vector<runtime::TensorArg> outputs = run(*form.network, bind_inputs(cell, form.bindings, x),
+                                                policy, context::snapshot(), cell.class_name());
+  report.run_ms = millis_since(start);
+  report.ran = true;
+  describe_network(*form.network, policy, report.compiled, report);  // a failed hit recompiled?
+  forms.last_report = std::move(report);
+  return wrap_output(std::move(outputs), cell.class_name());
+}
+
+}  // namespace mf::engine

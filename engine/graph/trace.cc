@@ -1,0 +1,352 @@
+#include "engine/graph/trace.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "base/stack_guard.h"
+#include "engine/eager/eager_layout.h"
+#include "engine/nn/cell.h"
+#include "engine/scope.h"
+#include "runtime/eager_executor.h"
+
+namespace mf::engine {
+namespace {
+
+thread_local Tracer* active_tracer = nullptr;
+
+// Tensors this small become graph constants, so constant folding and simplification can see them.
+constexpr int64_t kMaxConstantElements = 64;
+
+// Makes the tracer active on this thread for a scope, restoring the previous one after.
+class ActiveTracer {
+ public:
+  explicit ActiveTracer(Tracer* tracer) : previous_(active_tracer) { active_tracer = tracer; }
+  ~ActiveTracer() { active_tracer = previous_; }
+
+ private:
+  Tracer* previous_;
+};
+
+// IR names allow [A-Za-z0-9_.]: "fc1-Dense" -> "fc1_Dense".
+std::string ir_name(std::string_view text) {
+  std::string out;
+  for (char c : text)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') ? c : '_';
+  return out.empty() ? std::string("graph") : out;
+}
+
+}  // namespace
+
+Tracer* Tracer::active() {
+  return active_tracer;
+}
+
+bool Tracer::binds_to_parameter(const Tensor& t) {
+  if (active_tracer == nullptr || !t.defined()) return false;
+  for (const Frame& frame : active_tracer->frames_) {
+    const auto it = frame.values.find(t.impl().get());
+    if (it != frame.values.end() && it->second.kind() == ir::ValueKind::kParameter) return true;
+  }
+  return false;
+}
+
+TraceResult Tracer::trace(nn::Cell& cell, const Tensor& x, int max_call_depth,
+                          bool reserve_class_name) {
+  Tracer tracer(max_call_depth, reserve_class_name);
+  for (const auto& [name, tensor] : cell.named_parameters())
+    tracer.weight_names_[tensor.impl().get()] = name;
+  tracer.root_ = std::make_unique<ir::Graph>(ir_name(cell.class_name()));
+  tracer.push_frame(tracer.root_.get());
+  ir::Parameter* input = tracer.root_->add_parameter("x", x.type());
+  tracer.bindings_.push_back({Binding::Kind::kInput, "x", {}});
+  tracer.frames_.back().values[x.impl().get()] = input;
+  tracer.keep_alive_.push_back(x.impl());
+  {
+    ActiveTracer active(&tracer);
+    ScopeGuard scope(cell.instance_name(), cell.class_name(), reserve_class_name);
+    Tensor y = cell.forward(x);
+    tracer.root_->add_output(tracer.resolve(y));
+  }
+  return {std::move(tracer.root_), std::move(tracer.bindings_)};
+}
+
+void Tracer::push_frame(ir::Graph* graph) {
+  frames_.push_back(Frame{graph, {}, {}});
+}
+
+void Tracer::check_depth(std::string_view what) {
+  MF_CHECK(int(frames_.size()) <= max_call_depth_, InvalidArgument, "the call depth of ", what,
+           " exceeds max_call_depth ", max_call_depth_, " at scope ", current_scope(),
+           "; raise max_call_depth (context) or nest fewer cells");
+  MF_CHECK(enough_stack_left(), InvalidArgument, "the call depth of ", what, " (", frames_.size(),
+           ") at scope ", current_scope(), ": ", stack_used_up_message());
+}
+
+std::string Tracer::unique_subgraph_name(std::string base) {
+  base = ir_name(base);
+  const int n = subgraph_names_[base]++;
+  return n == 0 ? base : base + "_" + std::to_string(n);
+}
+
+Tensor Tracer::symbolic(const ir::TensorType& type, ir::Value value) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->type = type;  // no buffer: the value exists only when the compiled graph runs
+  frames_.back().values[impl.get()] = value;
+  keep_alive_.push_back(impl);
+  return Tensor(impl);
+}
+
+ir::Value Tracer::lift(const std::shared_ptr<TensorImpl>& impl, size_t frame) {
+  resolve(impl, frame - 1);  // make sure every enclosing frame has it too
+  Frame& f = frames_[frame];
+  ir::Parameter* p =
+      f.graph->add_parameter("capture" + std::to_string(f.captured.size()), impl->type);
+  f.values[impl.get()] = p;
+  f.captured.push_back(impl.get());
+  return p;
+}
+
+ir::Value Tracer::resolve(const std::shared_ptr<TensorImpl>& impl, size_t frame) {
+  MF_CHECK(impl != nullptr, InvalidArgument, "an undefined tensor was used while tracing at scope ",
+           current_scope());
+  if (auto it = frames_[frame].values.find(impl.get()); it != frames_[frame].values.end())
+    return it->second;
+  for (size_t outer = 0; outer < frame; ++outer) {
+    if (frames_[outer].values.count(impl.get())) return lift(impl, frame);
+  }
+  // No buffer and no task that will fill it: a symbolic value of a finished trace.
+  MF_CHECK(impl->buffer != nullptr || impl->ready_seq != 0, InvalidArgument,
+           "a tensor traced inside a finished cell call or branch was used outside it (at scope ",
+           current_scope(), "); return it from that cell instead of keeping it aside");
+  keep_alive_.push_back(impl);
+  const auto weight = weight_names_.find(impl.get());
+  if (weight != weight_names_.end() || Tensor(impl).numel() > kMaxConstantElements) {
+    if (frame > 0) return lift(impl, frame);
+    const bool is_weight = weight != weight_names_.end();
+    const std::string name =
+        is_weight ? weight->second : "captured" + std::to_string(bindings_.size());
+    ir::Parameter* p = root_->add_parameter(name, impl->type, /*is_weight=*/true);
+    bindings_.push_back(is_weight ? Binding{Binding::Kind::kWeight, name, {}}
+                                  : Binding{Binding::Kind::kCaptured, name, Tensor(impl)});
+    frames_[0].values[impl.get()] = p;
+    return p;
+  }
+  // A small tensor made outside the trace (ops::scalar(1.5), a mask): its value is part of the
+  // graph.
+  const Tensor t(impl);
+  const auto* bytes = static_cast<const uint8_t*>(t.raw_data());
+  ir::Constant* c = frames_[frame].graph->add_constant(
+      impl->type, std::vector<uint8_t>(bytes, bytes + t.nbytes()));
+  frames_[frame].values[impl.get()] = c;
+  return c;
+}
+
+std::vector<Tensor> Tracer::record(std::string_view op, std::span<const Tensor> inputs,
+                                   ir::Attrs attrs, std::source_location where) {
+  std::vector<ir::Value> values;
+  for (const Tensor& t : inputs) values.push_back(resolve(t));
+  ir::Node* node;
+  try {
+    node = frames_.back().graph->add_node(
+        op, std::move(values), std::move(attrs),
+        ir::NodeInfo{current_scope(), runtime::format_call_site(where)});
+  } catch (Error& e) {
+    e.add_context("while tracing op '" + std::string(op) + "' at scope " + current_scope() +
+                  ", called from " + runtime::format_call_site(where));
+    throw;
+  }
+  std::vector<Tensor> outputs;
+  for (size_t k = 0; k < node->num_outputs(); ++k)
+    outputs.push_back(symbolic(node->output_type(k), node->output(k)));
+  return outputs;
+}
+
+Tensor Tracer::call_cell(nn::Cell& cell, const Tensor& x) {
+  ScopeGuard scope(cell.instance_name(), cell.class_name(), reserve_);
+  const std::string call_scope = current_scope();
+  const size_t parent = frames_.size() - 1;
+  const ir::Value x_outer = resolve(x);
+  ir::Graph* sub = frames_[parent].graph->add_subgraph(
+      unique_subgraph_name(cell.instance_name() + "_" + cell.class_name()));
+  push_frame(sub);
+  check_depth("cell " + cell.class_name());
+  frames_.back().values[x.impl().get()] = sub->add_parameter("x", x.type());
+  const Tensor y = cell.forward(x);
+  sub->add_output(resolve(y));
+  const std::vector<const TensorImpl*> captured = frames_.back().captured;
+  frames_.pop_back();
+
+  std::vector<ir::Value> inputs = {x_outer};
+  for (const TensorImpl* impl : captured) inputs.push_back(frames_[parent].values.at(impl));
+  ir::Node* call = frames_[parent].graph->create_node(nullptr, "call", std::move(inputs),
+                                                      {{"graph", sub->name()}}, {y.type()},
+                                                      ir::NodeInfo{call_scope, {}});
+  return symbolic(y.type(), call->output(0));
+}
+
+Tensor Tracer::trace_cond(const Tensor& pred, const std::function<Tensor()>& then_fn,
+                          const std::function<Tensor()>& else_fn) {
+  MF_CHECK(pred.numel() == 1, InvalidArgument,
+           "cond: the predicate must hold one element, got shape ",
+           ir::shape_to_string(pred.shape()));
+  const size_t parent = frames_.size() - 1;
+  const ir::Value pred_value = resolve(pred);
+  const std::string base = unique_subgraph_name("cond");
+
+  ir::Graph* then_graph = frames_[parent].graph->add_subgraph(base + "_then");
+  push_frame(then_graph);
+  check_depth("cond");
+  const Tensor then_out = then_fn();
+  then_graph->add_output(resolve(then_out));
+  const std::vector<const TensorImpl*> then_captured = frames_.back().captured;
+  frames_.pop_back();
+
+  // The else branch sees the then branch's captures first, so both branches take the same
+  // parameters.
+  ir::Graph* else_graph = frames_[parent].graph->add_subgraph(base + "_else");
+  push_frame(else_graph);
+  for (const TensorImpl* impl : then_captured) {
+    frames_.back().values[impl] = else_graph->add_parameter(
+        "capture" + std::to_string(frames_.back().captured.size()), impl->type);
+    frames_.back().captured.push_back(impl);
+  }
+  const Tensor else_out = else_fn();
+  else_graph->add_output(resolve(else_out));
+  const std::vector<const TensorImpl*> captured = frames_.back().captured;
+  frames_.pop_back();
+  for (size_t i = then_captured.size(); i < captured.size(); ++i) {
+    then_graph->add_parameter("capture" + std::to_string(i), captured[i]->type);
+  }
+  MF_CHECK(then_out.type() == else_out.type(), InvalidArgument,
+           "cond: the branches return different types: ", ir::type_to_string(then_out.type()),
+           " and ", ir::type_to_string(else_out.type()), " at scope ", current_scope());
+
+  std::vector<ir::Value> inputs = {pred_value};
+  for (const TensorImpl* impl : captured) inputs.push_back(frames_[parent].values.at(impl));
+  ir::Node* node = frames_[parent].graph->create_node(
+      nullptr, "cond", std::move(inputs),
+      {{"then_branch", then_graph->name()}, {"else_branch", else_graph->name()}}, {then_out.type()},
+      ir::NodeInfo{current_scope(), {}});
+  return symbolic(then_out.type(), node->output(0));
+}
+
+std::vector<Tensor> Tracer::trace_while(
+    const std::function<Tensor(const std::vector<Tensor>&)>& cond_fn,
+    const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& body_fn,
+    const std::vector<Tensor>& init) {
+  const size_t parent = frames_.size() - 1;
+  std::vector<ir::Value> init_values;
+  for (const Tensor& t : init) init_values.push_back(resolve(t));
+  const std::string base = unique_subgraph_name("while");
+
+  // Fresh symbolic loop variables bound to a subgraph's first parameters.
+  auto enter = [&](ir::Graph* graph) {
+    push_frame(graph);
+    check_depth("while_loop");
+    std::vector<Tensor> vars;
+    for (size_t i = 0; i < init.size(); ++i) {
+      vars.push_back(
+          symbolic(init[i].type(), graph->add_parameter("v" + std::to_string(i), init[i].type())));
+    }
+    return vars;
+  };
+
+  ir::Graph* cond_graph = frames_[parent].graph->add_subgraph(base + "_cond");
+  const Tensor pred = cond_fn(enter(cond_graph));
+  MF_CHECK(pred.numel() == 1, InvalidArgument,
+           "while_loop: the condition must return one element, got shape ",
+           ir::shape_to_string(pred.shape()));
+  cond_graph->add_output(resolve(pred));
+  const std::vector<const TensorImpl*> cond_captured = frames_.back().captured;
+  frames_.pop_back();
+
+  ir::Graph* body_graph = frames_[parent].graph->add_subgraph(base + "_body");
+  std::vector<Tensor> vars = enter(body_graph);
+  for (const TensorImpl* impl : cond_captured) {
+    frames_.back().values[impl] = body_graph->add_parameter(
+        "capture" + std::to_string(frames_.back().captured.size()), impl->type);
+    frames_.back().captured.push_back(impl);
+  }
+  const std::vector<Tensor> next = body_fn(vars);
+  MF_CHECK(next.size() == init.size(), InvalidArgument, "while_loop: the body returns ",
+           next.size(), " tensors for ", init.size(), " loop variables");
+  for (size_t i = 0; i < next.size(); ++i) {
+    MF_CHECK(next[i].type() == init[i].type(), InvalidArgument, "while_loop: loop variable ", i,
+             " is ", ir::type_to_string(init[i].type()), " but the body returns ",
+             ir::type_to_string(next[i].type()));
+    body_graph->add_output(resolve(next[i]));
+  }
+  const std::vector<const TensorImpl*> captured = frames_.back().captured;
+  // Captured tensors ride along as loop variables that the body passes through unchanged.
+  for (const TensorImpl* impl : captured) body_graph->add_output(frames_.back().values.at(impl));
+  frames_.pop_back();
+  for (size_t i = cond_captured.size(); i < captured.size(); ++i) {
+    cond_graph->add_parameter("capture" + std::to_string(i), captured[i]->type);
+  }
+
+  std::vector<ir::Value> inputs = init_values;
+  std::vector<ir::TensorType> types;
+  for (const Tensor& t : init) types.push_back(t.type());
+  for (const TensorImpl* impl : captured) {
+    inputs.push_back(frames_[parent].values.at(impl));
+    types.push_back(impl->type);
+  }
+  ir::Node* node = frames_[parent].graph->create_node(
+      nullptr, "while", std::move(inputs),
+      {{"cond_graph", cond_graph->name()}, {"body_graph", body_graph->name()}}, types,
+      ir::NodeInfo{current_scope(), {}});
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < init.size(); ++i)
+    outputs.push_back(symbolic(init[i].type(), node->output(i)));
+  return outputs;
+}
+
+Tensor tensor_of(runtime::TensorArg arg) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->type = std::move(arg.type);
+  impl->buffer = std::move(arg.buffer);
+  return Tensor(impl);
+}
+
+std::vector<Tensor> bound_tensors(nn::Cell& cell, const std::vector<Binding>& bindings,
+                                  const Tensor& x) {
+  std::vector<std::pair<std::string, Tensor>> weights;  // fetched once, only if a weight is bound
+  bool have_weights = false;
+  std::vector<Tensor> out;
+  out.reserve(bindings.size());
+  for (const Binding& binding : bindings) {
+    Tensor t;
+    switch (binding.kind) {
+      case Binding::Kind::kInput:
+        t = x;
+        break;
+      case Binding::Kind::kCaptured:
+        t = binding.captured;
+        break;
+      case Binding::Kind::kWeight:
+        if (!have_weights) weights = cell.named_parameters(), have_weights = true;
+        for (const auto& [name, tensor] : weights) {
+          if (name == binding.name) t = tensor;
+        }
+        MF_CHECK(t.defined(), Internal, cell.class_name(), " has no parameter '", binding.name,
+                 "' that its trace binds");
+        break;
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
+                                            const Tensor& x) {
+  std::vector<runtime::TensorArg> inputs;
+  for (const Tensor& bound : bound_tensors(cell, bindings, x)) {
+    const Tensor t = plain_tensor(bound);  // the graph reads NCHW
+    t.sync();                              // PYNATIVE work that produces an input must finish first
+    inputs.push_back({t.type(), t.impl()->buffer});
+  }
+  return inputs;
+}
+
+}  // namespace mf::engine

@@ -1,0 +1,102 @@
+#pragma once
+// Tracing: in GRAPH mode a network call is recorded into an ir::Graph instead of being executed.
+// Every op becomes a node; each child cell call becomes a subgraph (named after the cell) and a
+// `call` node; cond/while_loop become subgraphs and a `cond`/`while` node. A tensor from outside
+// the trace is a cell parameter (a weight parameter of the graph, bound by name at every run), a
+// small constant (folded into the graph), or a captured tensor (a parameter bound to that tensor).
+
+#include <functional>
+#include <memory>
+#include <source_location>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/tensor.h"
+#include "ir/graph.h"
+#include "runtime/graph_executor.h"
+
+namespace mf::nn {
+class Cell;
+}
+
+namespace mf::engine {
+
+// How a graph parameter gets its tensor at run time.
+struct Binding {
+  enum class Kind { kInput, kWeight, kCaptured };
+  Kind kind = Kind::kInput;
+  std::string name;  // the input's or the weight's name
+  Tensor captured;   // kCaptured: the tensor itself
+};
+
+// The tensors `bindings` name for a run of `cell` on `x`, in parameter order: x, captured tensors,
+// and the cell's weights looked up by name (so a run sees the weights' current values). Waits for
+// PYNATIVE work that produces any of them.
+std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
+                                            const Tensor& x);
+// A tensor holding what an executor returned (the inverse of binding).
+Tensor tensor_of(runtime::TensorArg arg);
+// The same tensors without waiting for them: for a run queued behind the PYNATIVE work that
+// produces them.
+std::vector<Tensor> bound_tensors(nn::Cell& cell, const std::vector<Binding>& bindings,
+                                  const Tensor& x);
+
+struct TraceResult {
+  std::unique_ptr<ir::Graph> graph;
+  std::vector<Binding> bindings;  // one per graph parameter, in order
+};
+
+class Tracer {
+ public:
+  // Traces cell.forward(x) (x named `input_name`) into a graph named after the cell. Nested cells
+  // deeper than max_call_depth fail with "exceeds max_call_depth".
+  static TraceResult trace(nn::Cell& cell, const Tensor& x, int max_call_depth,
+                           bool reserve_class_name);
+  // The tracer recording on this thread, or null.
+  static Tracer* active();
+  // True while a trace on this thread binds `t` to a parameter of the graph (the traced input, a
+  // weight, a captured tensor): its buffer holds this call's value only, so reading it (asnumpy)
+  // would freeze the first call's values into the compiled graph.
+  static bool binds_to_parameter(const Tensor& t);
+
+  std::vector<Tensor> record(std::string_view op, std::span<const Tensor> inputs, ir::Attrs attrs,
+                             std::source_location where);
+  Tensor call_cell(nn::Cell& cell, const Tensor& x);
+  Tensor trace_cond(const Tensor& pred, const std::function<Tensor()>& then_fn,
+                    const std::function<Tensor()>& else_fn);
+  std::vector<Tensor> trace_while(
+      const std::function<Tensor(const std::vector<Tensor>&)>& cond_fn,
+      const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& body_fn,
+      const std::vector<Tensor>& init);
+
+ private:
+  struct Frame {
+    ir::Graph* graph;
+    std::unordered_map<const TensorImpl*, ir::Value> values;
+    std::vector<const TensorImpl*>
+        captured;  // outer tensors lifted into parameters, in parameter order
+  };
+
+  Tracer(int max_call_depth, bool reserve_class_name)
+      : max_call_depth_(max_call_depth), reserve_(reserve_class_name) {}
+  ir::Value resolve(const Tensor& t) { return resolve(t.impl(), frames_.size() - 1); }
+  ir::Value resolve(const std::shared_ptr<TensorImpl>& impl, size_t frame);
+  ir::Value lift(const std::shared_ptr<TensorImpl>& impl, size_t frame);
+  Tensor symbolic(const ir::TensorType& type, ir::Value value);
+  void push_frame(ir::Graph* graph);
+  void check_depth(std::string_view what);
+  std::string unique_subgraph_name(std::string base);
+
+  int max_call_depth_;
+  bool reserve_;
+  std::unique_ptr<ir::Graph> root_;
+  std::vector<Frame> frames_;
+  std::vector<Binding> bindings_;
+  std::unordered_map<const TensorImpl*, std::string> weight_names_;
+  std::vector<std::shared_ptr<TensorImpl>> keep_alive_;  // addresses in the maps must not be reused
+  std::unordered_map<std::string, int> subgraph_names_;
+};
+
+}  // namespace mf::engine

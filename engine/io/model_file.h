@@ -1,0 +1,60 @@
+#pragma once
+// A network read from a file, ready to run in either mode: a `.ir` text file or a `.onnx` model.
+// The one place that turns a file into an IrRunner, for `mf run`, `mf dump`, `mf bisect` and
+// Python's `modeflow.onnx.load`: an ONNX model runs with its exporter's weights, and its inputs
+// and outputs keep the names the file gives them.
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/eager/ir_runner.h"
+#include "engine/tensor.h"
+
+namespace mf::engine {
+
+enum class ModelFormat { kIr, kOnnx };
+
+// The format a path names by its extension (".ir", ".onnx"), or nothing for any other.
+std::optional<ModelFormat> model_format(const std::filesystem::path& path);
+
+class ModelFile {
+ public:
+  // Reads and checks the file; InvalidArgument for an extension other than .ir or .onnx.
+  static ModelFile load(const std::filesystem::path& path);
+
+  // The values to run with: the file's own weights, then `inputs` by the file's input names (an
+  // ONNX name, or the IR parameter's name). InvalidArgument for a name the model does not have.
+  std::map<std::string, Tensor> feeds(const std::map<std::string, Tensor>& inputs) const;
+
+  // feeds(inputs), run; parameters still unfed are filled from the seed (IrRunner's rule).
+  std::vector<std::pair<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs,
+                                                  uint64_t seed);
+
+  IrRunner& runner() { return *runner_; }
+  const IrRunner& runner() const { return *runner_; }
+  ModelFormat format() const { return format_; }
+  // The inputs as the file names them, in order, and the IR parameter each one feeds.
+  const std::vector<std::string>& input_names() const { return input_names_; }
+  const std::vector<std::string>& input_parameters() const { return input_parameters_; }
+  const std::vector<std::string>& output_names() const { return output_names_; }
+  int64_t opset() const { return opset_; }                   // ONNX only; 0 for .ir
+  const std::string& producer() const { return producer_; }  // "pytorch 2.1", when the file says
+
+ private:
+  ModelFile() = default;
+
+  ModelFormat format_ = ModelFormat::kIr;
+  std::unique_ptr<IrRunner> runner_;
+  std::map<std::string, Tensor> weights_;
+  std::vector<std::string> input_names_, input_parameters_, output_names_;
+  int64_t opset_ = 0;
+  std::string producer_;
+};
+
+}  // namespace mf::engine

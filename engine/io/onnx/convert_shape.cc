@@ -1,0 +1,199 @@
+// ONNX import: ops on shapes and layouts (Reshape, Slice, Gather, Concat, Shape, ...).
+
+#include "engine/io/onnx/importer_impl.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "base/error.h"
+
+namespace mf::onnx::detail {
+
+namespace {
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+}  // namespace
+
+void Importer::add_shape_converters(ConverterTable& table) {
+  add_converters(table, {
+                            {"Concat", &Importer::convert_concat},
+                            {"Expand", &Importer::convert_expand},
+                            {"Flatten", &Importer::convert_flatten},
+                            {"Gather", &Importer::convert_gather},
+                            {"Reshape", &Importer::convert_reshape},
+                            {"Shape", &Importer::convert_shape},
+                            {"Size", &Importer::convert_size},
+                            {"Slice", &Importer::convert_slice},
+                            {"Split", &Importer::convert_split},
+                            {"Squeeze", &Importer::convert_squeeze},
+                            {"Transpose", &Importer::convert_transpose},
+                            {"Unsqueeze", &Importer::convert_unsqueeze},
+                        });
+}
+
+void Importer::convert_flatten() {
+  Value x = input(0);
+  const Shape& s = shape_of(x);
+  int64_t axis = attr_int("axis", 1);  // in [-rank, rank]
+  if (axis < 0) axis += rank_of(x);
+  MF_CHECK(axis >= 0 && axis <= rank_of(x), InvalidArgument, describe(), ": axis ",
+           attr_int("axis", 1), " is out of range for rank ", rank_of(x));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank_of(x); ++d) (d < axis ? outer : inner) *= s[d];
+  set_output(0, reshape(x, {outer, inner}));
+}
+
+void Importer::convert_reshape() {
+  Value x = input(0);
+  std::vector<int64_t> shape = known_ints(1, "shape");
+  const bool allow_zero = attr_int("allowzero", 0) != 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0 && !allow_zero) {
+      MF_CHECK(d < shape_of(x).size(), InvalidArgument, describe(), ": shape ",
+               ir::shape_to_string(shape), " copies axis ", d, " (0), which x ",
+               ir::shape_to_string(shape_of(x)), " does not have");
+      shape[d] = shape_of(x)[d];
+    }
+  }
+  if (shape == shape_of(x)) {
+    set_output(0, x);
+    return;
+  }
+  set_output(0, emit("reshape", {x}, {{"shape", shape}}));
+}
+
+void Importer::convert_transpose() {
+  Value x = input(0);
+  std::vector<int64_t> perm(rank_of(x));
+  std::iota(perm.rbegin(), perm.rend(), 0);
+  perm = attr_ints("perm", perm);
+  set_output(0, emit("transpose", {x}, {{"perm", perm}}));
+}
+
+void Importer::convert_concat() {
+  MF_CHECK(has_attr("axis"), InvalidArgument, describe(), " has no axis attribute");
+  std::vector<Value> xs;
+  for (size_t i = 0; i < num_inputs(); ++i) xs.push_back(input(i));
+  set_output(0, emit("concat", xs, {{"axis", attr_int("axis", 0)}}));
+}
+
+void Importer::convert_split() {
+  Value x = input(0);
+  const size_t parts = size_t(node_->output_size());
+  MF_CHECK(parts >= 1, InvalidArgument, describe(), " has no outputs");
+  std::vector<int64_t> sizes;
+  if (opset_ >= 13) {
+    if (has_input(1)) sizes = known_ints(1, "split");
+  } else {
+    sizes = attr_ints("split", {});
+  }
+  ir::Attrs attrs = {{"axis", attr_int("axis", 0)}};
+  if (sizes.empty()) {
+    attrs["num"] = int64_t(parts);
+  } else {
+    MF_CHECK(sizes.size() == parts, InvalidArgument, describe(), ": split ",
+             ir::shape_to_string(sizes), " lists ", sizes.size(), " sizes for ", parts, " outputs");
+    attrs["sections"] = sizes;
+  }
+  const std::vector<Value> outs = emit_all("split", {x}, attrs);
+  for (size_t k = 0; k < outs.size(); ++k) set_output(k, outs[k]);
+}
+
+void Importer::convert_slice() {
+  Value x = input(0);
+  const int64_t rank = rank_of(x);
+  const std::vector<int64_t> starts = known_ints(1, "starts");
+  const std::vector<int64_t> ends = known_ints(2, "ends");
+  std::vector<int64_t> axes(starts.size());
+  std::iota(axes.begin(), axes.end(), 0);
+  if (has_input(3)) axes = known_ints(3, "axes");
+  std::vector<int64_t> steps(starts.size(), 1);
+  if (has_input(4)) steps = known_ints(4, "steps");
+  MF_CHECK(
+      ends.size() == starts.size() && axes.size() == starts.size() && steps.size() == starts.size(),
+      InvalidArgument, describe(), ": starts, ends, axes and steps must have one length");
+  std::vector<int64_t> begin(rank, 0), end(rank, kInt64Max), stride(rank, 1);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
+    MF_CHECK(axis >= 0 && axis < rank && !seen[axis], InvalidArgument, describe(), ": axis ",
+             axes[i], " is out of range or repeated for rank ", rank);
+    seen[axis] = true;
+    MF_CHECK(steps[i] != 0, InvalidArgument, describe(), ": steps must not be 0");
+    if (steps[i] < 0) unsupported("negative steps (reversing slices) are not supported");
+    begin[axis] = starts[i];
+    end[axis] = ends[i];
+    stride[axis] = steps[i];
+  }
+  set_output(0, emit("slice", {x}, {{"begin", begin}, {"end", end}, {"strides", stride}}));
+}
+
+void Importer::convert_squeeze() {
+  Value x = input(0);
+  std::vector<int64_t> axes;
+  if (opset_ >= 13) {
+    if (has_input(1)) axes = known_ints(1, "axes");
+  } else {
+    axes = attr_ints("axes", {});
+  }
+  set_output(0, emit("squeeze", {x}, {{"axes", axes}}));
+}
+
+void Importer::convert_unsqueeze() {
+  Value x = input(0);
+  const std::vector<int64_t> axes = opset_ >= 13 ? known_ints(1, "axes") : attr_ints("axes", {});
+  const int64_t out_rank = rank_of(x) + int64_t(axes.size());
+  std::vector<bool> inserted(out_rank, false);
+  for (int64_t a : axes) {
+    const int64_t axis = a < 0 ? a + out_rank : a;
+    MF_CHECK(axis >= 0 && axis < out_rank && !inserted[axis], InvalidArgument, describe(),
+             ": axes ", ir::shape_to_string(axes), " are out of range or repeated for rank ",
+             out_rank);
+    inserted[axis] = true;
+  }
+  Shape shape;
+  size_t next = 0;
+  for (int64_t d = 0; d < out_rank; ++d) shape.push_back(inserted[d] ? 1 : shape_of(x)[next++]);
+  set_output(0, reshape(x, shape));
+}
+
+void Importer::convert_gather() {
+  Value x = input(0);
+  Value indices = input(1);
+  set_output(0, emit("gather", {x, indices}, {{"axis", attr_int("axis", 0)}}));
+}
+
+void Importer::convert_shape() {
+  const Shape& s = shape_of(input(0));
+  const int64_t rank = int64_t(s.size());
+  int64_t start = attr_int("start", 0), end = attr_int("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  const std::vector<int64_t> dims(s.begin() + start, s.begin() + end);
+  set_output(0, graph_->add_constant<int64_t>({int64_t(dims.size())}, dims));
+}
+
+void Importer::convert_size() {
+  set_output(0, graph_->add_constant<int64_t>({}, {ir::num_elements(shape_of(input(0)))}));
+}
+
+void Importer::convert_expand() {
+  Value x = input(0);
+  const std::vector<int64_t> shape = known_ints(1, "shape");
+  for (int64_t d : shape) {
+    MF_CHECK(d >= 0, InvalidArgument, describe(), ": shape ", ir::shape_to_string(shape),
+             " has a negative dimension");
+  }
+  // Expand broadcasts both ways: a 1 in `shape` keeps x's dimension.
+  const Shape out = ir::broadcast_shapes(shape_of(x), shape, "Expand");
+  if (out == shape_of(x)) {
+    set_output(0, x);
+    return;
+  }
+  set_output(0, emit("broadcast_to", {x}, {{"shape", out}}));
+}
+
+}  // namespace mf::onnx::detail

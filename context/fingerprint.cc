@@ -9,7 +9,7 @@ namespace mf::context {
 namespace {
 
 // Bump when the component list changes meaning, so old cache entries stop matching.
-constexpr std::string_view kFormat = "2";
+constexpr std::string_view kFormat = "3";
 
 std::uint64_t fnv1a(std::uint64_t hash, std::string_view bytes) {
   for (unsigned char c : bytes) {
@@ -32,7 +32,11 @@ Fingerprint fingerprint(const Snapshot& snapshot, const Policy& policy) {
   auto& parts = out.components;
   parts.emplace_back("fingerprint.format", std::string(kFormat));
   for (const auto& spec : context_keys()) {
-    if (spec.compile_relevant) parts.emplace_back(spec.name, snapshot.values()[spec.name].dump());
+    // graph_kernel_flags counts by what it means (policy.fusion_flags below, canonical): an
+    // ignored unknown flag, or the same flags in another order, must not make a new entry.
+    if (spec.compile_relevant && spec.name != "graph_kernel_flags") {
+      parts.emplace_back(spec.name, snapshot.values()[spec.name].dump());
+    }
   }
   for (const auto& spec : auto_parallel_keys()) {
     if (spec.compile_relevant) {

@@ -1,5 +1,6 @@
 #include "context/graph_kernel_flags.h"
 
+#include <cctype>
 #include <charconv>
 #include <set>
 #include <sstream>
@@ -78,13 +79,26 @@ std::vector<std::string> split_list(std::string_view token, std::string_view val
 }  // namespace
 
 GraphKernelFlags parse_graph_kernel_flags(std::string_view text) {
+  return parse_graph_kernel_flags(text, nullptr);
+}
+
+GraphKernelFlags parse_graph_kernel_flags(std::string_view text,
+                                          std::vector<std::string>* adjustments) {
+  // Where MindSpore warns and goes on, so does this parser (noting what it did in `adjustments`):
+  // a token without "--" is ignored, a repeated flag's last value wins, an opt_level above 3 is 3,
+  // and a switch also takes 1/0, on/off and any case of true/false.
+  const auto note = [&](std::string message) {
+    if (adjustments != nullptr) adjustments->push_back("graph_kernel_flags: " + std::move(message));
+  };
   GraphKernelFlags flags;
   std::set<std::string, std::less<>> seen;
   std::istringstream in{std::string(text)};
   std::string token;
   while (in >> token) {
-    MF_CHECK(token.size() > 2 && token.starts_with("--"), InvalidArgument, "graph_kernel_flags: '",
-             token, "' is not a flag; flags look like --opt_level=2 or --dump_as_text");
+    if (token.size() <= 2 || !token.starts_with("--")) {
+      note("'" + echo(token, 80) + "' is not a flag (flags look like --opt_level=2); ignored");
+      continue;
+    }
     const std::size_t eq = token.find('=');
     const std::string name = token.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
     const bool has_value = eq != std::string::npos;
@@ -98,28 +112,40 @@ GraphKernelFlags parse_graph_kernel_flags(std::string_view text) {
       flags.unknown.push_back(token);
       continue;
     }
-    MF_CHECK(seen.insert(name).second, InvalidArgument, "graph_kernel_flags: '--", name,
-             "' is given twice; give each flag once");
+    if (!seen.insert(name).second) {
+      note("'--" + name + "' is given more than once; the last value, '" + echo(token, 80) +
+           "', wins");
+    }
     if (const auto* field = std::get_if<BoolField>(&spec->field)) {
-      MF_CHECK(!has_value || value == "true" || value == "false", InvalidArgument,
-               "graph_kernel_flags: '", token, "' takes no value, or =true / =false");
-      flags.*(*field) = !has_value || value == "true";
+      std::string word(value);
+      for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const bool on = !has_value || word == "true" || word == "1" || word == "on";
+      const bool off = word == "false" || word == "0" || word == "off";
+      MF_CHECK(on || off, InvalidArgument, "graph_kernel_flags: '", echo(token, 80),
+               "' takes no value, or =true / =false (1 / 0, on / off)");
+      flags.*(*field) = on;
     } else if (const auto* range = std::get_if<IntRange>(&spec->field)) {
       int number = 0;
       const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
-      const bool ok = has_value && !value.empty() && ec == std::errc() &&
-                      end == value.data() + value.size() && number >= range->min &&
-                      number <= range->max;
+      const bool integer =
+          has_value && !value.empty() && ec == std::errc() && end == value.data() + value.size();
+      if (integer && number > range->max && range->max != kNoMax) {
+        note("'" + echo(token, 80) + "' is above " + std::to_string(range->max) + "; using --" +
+             name + "=" + std::to_string(range->max));
+        number = range->max;
+      }
+      const bool ok = integer && number >= range->min && number <= range->max;
       if (!ok && range->max == kNoMax) {
-        MF_FAIL(InvalidArgument, "graph_kernel_flags: '", token,
+        MF_FAIL(InvalidArgument, "graph_kernel_flags: '", echo(token, 80),
                 "' needs an integer >= ", range->min, ", for example --", name, "=",
                 range->min + 1);
       }
-      MF_CHECK(ok, InvalidArgument, "graph_kernel_flags: '", token, "' needs an integer in [",
-               range->min, ", ", range->max, "], for example --", name, "=", range->max - 1);
+      MF_CHECK(ok, InvalidArgument, "graph_kernel_flags: '", echo(token, 80),
+               "' needs an integer in [", range->min, ", ", range->max, "], for example --", name,
+               "=", range->max - 1);
       flags.*(range->field) = number;
     } else {
-      MF_CHECK(has_value, InvalidArgument, "graph_kernel_flags: '", token,
+      MF_CHECK(has_value, InvalidArgument, "graph_kernel_flags: '", echo(token, 80),
                "' needs a comma-separated list of names, for example --", name, "=gelu,softmax");
       flags.*std::get<ListField>(spec->field) = split_list("--" + name + "=", value);
     }
@@ -136,8 +162,9 @@ std::vector<std::string> unknown_flag_warnings(const GraphKernelFlags& flags) {
     for (const auto& flag : kFlags) {
       if (edit_distance(name, flag.name) < edit_distance(name, nearest->name)) nearest = &flag;
     }
-    out.push_back("graph_kernel_flags: unknown flag '" + token + "' is ignored; did you mean '--" +
-                  std::string(nearest->name) + "'? (known flags: " + known_flags() + ")");
+    out.push_back("graph_kernel_flags: unknown flag '" + echo(token, 80) +
+                  "' is ignored; did you mean '--" + std::string(nearest->name) +
+                  "'? (known flags: " + known_flags() + ")");
   }
   return out;
 }

@@ -32,10 +32,14 @@ struct GraphKernelFlags {
   bool operator==(const GraphKernelFlags&) const = default;
 };
 
-// Parses flags separated by whitespace. Boolean flags accept "--flag" and "--flag=true|false";
-// lists are comma-separated names. Unknown flags go to `unknown`. Throws InvalidArgument naming
-// the offending flag for a token that is not a flag, a flag given twice, or a bad value.
+// Parses flags separated by whitespace. Boolean flags accept "--flag" and "--flag=true|false" (or
+// 1/0, on/off); lists are comma-separated names. Unknown flags go to `unknown`. Where MindSpore
+// warns and goes on, so does this: a token without "--" is ignored, a flag given twice takes its
+// last value, an opt_level above 3 is 3; each such adjustment is described in `adjustments` when
+// given. Throws InvalidArgument naming the offending flag for a bad value.
 GraphKernelFlags parse_graph_kernel_flags(std::string_view text);
+GraphKernelFlags parse_graph_kernel_flags(std::string_view text,
+                                          std::vector<std::string>* adjustments);
 
 // "graph_kernel_flags: unknown flag '--opt_levle' is ignored; did you mean '--opt_level'?", one per
 // unknown flag.

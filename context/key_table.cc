@@ -89,7 +89,8 @@ std::vector<KeySpec> make_context_keys() {
        .example = "./ir",
        .doc = "Directory for saved graphs (rank_<id>/ below it when device_num > 1); created if "
               "missing",
-       .on_cpu = "the directory of the save_graphs files"},
+       .on_cpu = "the directory of the save_graphs files",
+       .check = check_save_graphs_path},
       {.name = "enable_dump",
        .type = VT::kBool,
        .default_value = false,
@@ -127,7 +128,8 @@ std::vector<KeySpec> make_context_keys() {
        .example = "print.pb",
        .devices = kAscend,
        .doc = "File that receives Print output; empty prints to the screen (CPU: honoured)",
-       .on_cpu = "the print op appends to this file instead of the screen"},
+       .on_cpu = "the print op appends to this file instead of the screen",
+       .check = check_print_file_path},
       {.name = "env_config_path",
        .type = VT::kString,
        .default_value = "",
@@ -161,6 +163,7 @@ std::vector<KeySpec> make_context_keys() {
        .default_value = "RELEASE",
        .example = "DEBUG",
        .choices = {"RELEASE", "DEBUG"},
+       .choice_by_index = true,
        .doc = "RELEASE drops some debug information for faster compiles; DEBUG keeps it",
        .on_cpu = "DEBUG: verify the graph after every pass, source locations and scope chains in "
                  "every dump, and a failing graph written as .ir beside its error report"},
@@ -387,10 +390,11 @@ std::vector<KeySpec> make_context_keys() {
        .default_value = "LAX",
        .example = "STRICT",
        .choices = {"STRICT", "COMPATIBLE", "LAX"},
+       .choice_by_index = true,
        .effective_on_cpu = false,
        .doc = "Syntax accepted by graph compilation: STRICT, COMPATIBLE or LAX",
-       .on_cpu =
-           "none: modeflow traces C++ calls, so there is no Python syntax to accept or refuse"},
+       .on_cpu = "none: cells are traced as they run (Python's construct included), never parsed, "
+                 "so every Python construct a trace can record is taken at any level"},
       {.name = "gpu_config",
        .type = VT::kDict,
        .default_value = Json{{"conv_fprop_algo", "normal"},

@@ -47,11 +47,15 @@ struct KeySpec {
   Json default_value;  // null for a dict sub-key that is "not set" by default
   Json example;        // a valid non-default value: docs, tests, and `mf context list`
   std::vector<std::string> choices;  // kChoice / kStrategy
-  bool ignore_case = false;          // kChoice: accept any case, store the canonical spelling
-  std::optional<std::int64_t> min;   // kInt
-  std::optional<std::int64_t> max;   // kInt
-  double min_gb = 0;                 // kMemorySize: strictly above 0, at least this
-  unsigned devices = kAllDevices;    // as documented by MindSpore
+  // kChoice: MindSpore's integer constants are accepted too, the i-th choice for integer i
+  // (jit_syntax_level: ms.STRICT = 0, ms.COMPATIBLE = 1, ms.LAX = 2; debug_level: RELEASE = 0,
+  // DEBUG = 1), and stored as the choice's name.
+  bool choice_by_index = false;
+  bool ignore_case = false;         // kChoice: accept any case, store the canonical spelling
+  std::optional<std::int64_t> min;  // kInt
+  std::optional<std::int64_t> max;  // kInt
+  double min_gb = 0;                // kMemorySize: strictly above 0, at least this
+  unsigned devices = kAllDevices;   // as documented by MindSpore
   // Has a real effect in this CPU engine (may differ from `devices`). When false, setting the key
   // away from its default warns once, naming what it would do and why it does nothing here.
   bool effective_on_cpu = true;

@@ -145,16 +145,28 @@ void decide_memory(const Snapshot& snapshot, Policy& policy) {
   const std::string block_text = snapshot.values()["mempool_block_size"].get<std::string>();
   const std::uint64_t max_bytes = parse_memory_size(max_text);
   const std::uint64_t block_bytes = parse_memory_size(block_text);
+  // MindSpore documents both keys for GPU and Ascend and ignores them on CPU; here they bound and
+  // grow the CPU pool. Said whenever a value is set, since a GPU script run here may now meet
+  // OutOfMemory where MindSpore on CPU would not.
+  const auto device_note = [&](const char* key) {
+    return snapshot.values()[key] == find_key(context_keys(), key)->default_value
+               ? std::string()
+               : std::string(
+                     " (a GPU/Ascend key in MindSpore, ignored there on CPU; modeflow "
+                     "applies it to the CPU pool)");
+  };
   policy.max_device_memory_bytes = {max_bytes, "max_device_memory='" + max_text + "'" +
                                                    origin(snapshot, "max_device_memory") +
-                                                   ": allocations beyond it fail with OutOfMemory"};
+                                                   ": allocations beyond it fail with OutOfMemory" +
+                                                   device_note("max_device_memory")};
   if (block_bytes > max_bytes) {
     policy.mempool_block_bytes = {max_bytes, "mempool_block_size='" + block_text +
                                                  "' is larger than max_device_memory='" + max_text +
                                                  "', so a block is max_device_memory"};
   } else {
     policy.mempool_block_bytes = {block_bytes, "mempool_block_size='" + block_text + "'" +
-                                                   origin(snapshot, "mempool_block_size")};
+                                                   origin(snapshot, "mempool_block_size") +
+                                                   device_note("mempool_block_size")};
   }
   const bool planned = snapshot.values()["memory_optimize_level"] == "O1";
   policy.memory_optimize_level = {
@@ -289,15 +301,30 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
                      (graph ? ": networks are traced and compiled as whole graphs"
                             : ": ops run one by one as they are called")};
   policy.jit_level = decide_jit_level(snapshot, options.network_jit_level);
+  if (!graph && policy.jit_level.value == JitLevel::kO2) {
+    // MindSpore: a jit region in PYNATIVE mode is never sunk whole.
+    constexpr const char* kDowngrade = "Pynative mode can not set jit_level to O2, use O0 instead";
+    policy.jit_level = {JitLevel::kO0, policy.jit_level.reason + "; " + kDowngrade};
+    log::warn_once("policy:pynative-o2", kDowngrade);
+  }
+  // The memory the run uses comes from memory_optimize_level, for either executor: the text says
+  // what the run does, not what the executor's name suggests.
+  const bool arena = v["memory_optimize_level"] == "O1";
+  const std::string memory = arena ? "offsets planned ahead in one arena (memory_optimize_level O1)"
+                                   : "each tensor's block from the pool, returned after its last "
+                                     "reader (memory_optimize_level O0)";
   if (policy.jit_level.value == JitLevel::kO2) {
-    policy.executor = {Executor::kSink,
-                       "jit_level O2 sinks the whole graph: SinkExecutor, one arena, every kernel "
-                       "bound ahead, a flat loop with no allocation or lookup per op"};
+    policy.executor = {
+        Executor::kSink,
+        "jit_level O2 sinks the whole graph: SinkExecutor, every kernel bound ahead, "
+        "a flat loop with no lookup per op; " +
+            memory};
   } else {
     policy.executor = {Executor::kKernelByKernel,
                        "jit_level " + std::string(to_string(policy.jit_level.value)) +
-                           " runs kernel by kernel: KernelExecutor, memory from the pool, "
-                           "inter_op_parallel_num independent nodes at once"};
+                           " runs kernel by kernel: KernelExecutor, inter_op_parallel_num "
+                           "independent nodes at once; " +
+                           memory};
   }
   const bool infer_boost = v["jit_config"].value("infer_boost", "off") == "on";
   policy.infer_boost = {

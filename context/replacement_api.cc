@@ -34,8 +34,8 @@ void pin(std::string_view variable, const std::string& key, const Json& value) {
 
 int flag_of(const char* variable, std::string_view text, int max) {
   MF_CHECK(text.size() == 1 && text[0] >= '0' && text[0] - '0' <= max, InvalidArgument,
-           "environment variable ", variable, "='", text, "' is not valid; use a digit from 0 to ",
-           max);
+           "environment variable ", variable, "='", echo(text),
+           "' is not valid; use a digit from 0 to ", max);
   return text[0] - '0';
 }
 
@@ -58,17 +58,22 @@ void set_recursion_limit(int recursion_limit) {
 namespace context::runtime {
 
 void set_memory(std::string_view init_size, std::string_view increase_size,
-                std::string_view max_size, std::string_view optimize_level) {
-  if (!init_size.empty()) {
-    // Checked as a size, like MindSpore; the pool has nothing to reserve ahead.
-    const context::KeySpec* spec = context::find_key(context::context_keys(), "max_device_memory");
-    context::normalize_value("runtime.set_memory", *spec, std::string(init_size), "init_size");
+                std::string_view max_size, std::string_view optimize_level,
+                std::string_view huge_page_reserve_size) {
+  const auto or_default = [](std::string_view given, std::string_view fallback) {
+    return std::string(given.empty() ? fallback : given);
+  };
+  // Checked as sizes, like MindSpore; neither has anything to act on here. A huge-page reserve
+  // may be 0GB (none, its default).
+  const context::KeySpec* size = context::find_key(context::context_keys(), "max_device_memory");
+  context::normalize_value("runtime.set_memory", *size, or_default(init_size, "2GB"), "init_size");
+  const std::string reserve = or_default(huge_page_reserve_size, "0GB");
+  if (reserve != "0GB") {
+    context::normalize_value("runtime.set_memory", *size, reserve, "huge_page_reserve_size");
   }
-  Json values = Json::object();
-  if (!increase_size.empty()) values["mempool_block_size"] = std::string(increase_size);
-  if (!max_size.empty()) values["max_device_memory"] = std::string(max_size);
-  if (!optimize_level.empty()) values["memory_optimize_level"] = std::string(optimize_level);
-  set_through("runtime.set_memory", values);
+  set_through("runtime.set_memory", {{"mempool_block_size", or_default(increase_size, "2GB")},
+                                     {"max_device_memory", or_default(max_size, "1024GB")},
+                                     {"memory_optimize_level", or_default(optimize_level, "O0")}});
 }
 
 void launch_blocking() {
@@ -94,9 +99,11 @@ void configure_from_environment(const std::function<const char*(const char*)>& g
     return std::string(value);
   };
   // Below set_context: applied as ordinary values a later set_context overrides.
-  if (auto v = read("MS_COMPILER_CACHE_ENABLE")) {
-    set_through("MS_COMPILER_CACHE_ENABLE",
-                {{"enable_compile_cache", flag_of("MS_COMPILER_CACHE_ENABLE", *v, 1) == 1}});
+  const bool cache_forced =
+      read("MS_COMPILER_CACHE_ENABLE") &&
+      flag_of("MS_COMPILER_CACHE_ENABLE", *read("MS_COMPILER_CACHE_ENABLE"), 1) == 1;
+  if (read("MS_COMPILER_CACHE_ENABLE") && !cache_forced) {
+    set_through("MS_COMPILER_CACHE_ENABLE", {{"enable_compile_cache", false}});
   }
   if (auto v = read("MS_COMPILER_CACHE_PATH")) {
     set_through("MS_COMPILER_CACHE_PATH", {{"compile_cache_path", *v}});
@@ -104,8 +111,12 @@ void configure_from_environment(const std::function<const char*(const char*)>& g
   // Above set_context. A variable no longer set releases its key (set_context may set it again).
   context::detail::update_state([&](State& state, std::vector<PendingWarning>&) {
     for (const char* variable :
-         {"MS_DEV_SAVE_GRAPHS", "MS_DEV_SAVE_GRAPHS_PATH", "MS_DEV_PRECOMPILE_ONLY"}) {
-      if (read(variable)) continue;
+         {"MS_DEV_SAVE_GRAPHS", "MS_DEV_SAVE_GRAPHS_PATH", "MS_DEV_PRECOMPILE_ONLY",
+          "MS_DEV_GRAPH_KERNEL_FLAGS", "MS_COMPILER_CACHE_ENABLE"}) {
+      const bool pins = std::string_view(variable) == "MS_COMPILER_CACHE_ENABLE"
+                            ? cache_forced
+                            : read(variable).has_value();
+      if (pins) continue;
       for (auto it = state.pinned.begin(); it != state.pinned.end();) {
         it = (*it)["by"] == variable ? state.pinned.erase(it) : std::next(it);
       }
@@ -119,6 +130,13 @@ void configure_from_environment(const std::function<const char*(const char*)>& g
   if (auto v = read("MS_DEV_PRECOMPILE_ONLY")) {
     pin("MS_DEV_PRECOMPILE_ONLY", "precompile_only", flag_of("MS_DEV_PRECOMPILE_ONLY", *v, 1) == 1);
   }
+  // MindSpore: the variable's flags win over graph_kernel_flags from set_context or a JitConfig.
+  if (auto v = read("MS_DEV_GRAPH_KERNEL_FLAGS")) {
+    pin("MS_DEV_GRAPH_KERNEL_FLAGS", "graph_kernel_flags", *v);
+  }
+  // MindSpore ORs MS_COMPILER_CACHE_ENABLE=1 with enable_compile_cache: on, set_context cannot
+  // turn the cache off.
+  if (cache_forced) pin("MS_COMPILER_CACHE_ENABLE", "enable_compile_cache", true);
 }
 
 }  // namespace mf

@@ -25,11 +25,12 @@ void set_deterministic(bool deterministic);
 void set_recursion_limit(int recursion_limit = 1000);
 
 // Reads MindSpore's environment variables once, at start-up (`mf` calls it; a program using the
-// library calls it itself: the engine never reads the environment). With MindSpore's precedence:
-//   MS_DEV_SAVE_GRAPHS (0..3), MS_DEV_SAVE_GRAPHS_PATH, MS_DEV_PRECOMPILE_ONLY (0/1): win over
-//     set_context, which then warns and keeps the environment's value;
-//   MS_COMPILER_CACHE_ENABLE (0/1), MS_COMPILER_CACHE_PATH: below set_context, which overrides
-//     them.
+// library calls it itself, and `import modeflow` does: the engine never reads the environment).
+// With MindSpore's precedence:
+//   MS_DEV_SAVE_GRAPHS (0..3), MS_DEV_SAVE_GRAPHS_PATH, MS_DEV_PRECOMPILE_ONLY (0/1),
+//     MS_DEV_GRAPH_KERNEL_FLAGS, MS_COMPILER_CACHE_ENABLE=1: win over set_context, which then
+//     warns and keeps the environment's value (the cache variable is ORed with the key);
+//   MS_COMPILER_CACHE_ENABLE=0, MS_COMPILER_CACHE_PATH: below set_context, which overrides them.
 // A bad value is an InvalidArgument naming the variable. `getenv` is injectable for tests.
 void configure_from_environment(const std::function<const char*(const char*)>& getenv =
                                     [](const char* name) {
@@ -37,10 +38,13 @@ void configure_from_environment(const std::function<const char*(const char*)>& g
                                     });
 
 namespace context::runtime {
-// Sizes are "xxGB" as in MindSpore; an empty string leaves the setting unchanged. init_size is
-// accepted and checked: the pool grows on demand, so there is nothing to reserve up front.
-void set_memory(std::string_view init_size = "", std::string_view increase_size = "",
-                std::string_view max_size = "", std::string_view optimize_level = "");
+// MindSpore 2.6's runtime.set_memory: every argument left out takes its default again (increase
+// 2GB, max 1024GB, optimize_level O0), as MindSpore's does; an empty string is the default too.
+// Sizes are "xxGB". init_size and huge_page_reserve_size are checked as sizes and have nothing to
+// do here: the pool grows on demand, and CPU memory has no huge-page reserve to make.
+void set_memory(std::string_view init_size = "2GB", std::string_view increase_size = "2GB",
+                std::string_view max_size = "1024GB", std::string_view optimize_level = "O0",
+                std::string_view huge_page_reserve_size = "0GB");
 void launch_blocking();
 void dispatch_threads_num(int num_threads);
 }  // namespace context::runtime

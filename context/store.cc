@@ -101,6 +101,20 @@ void set_context_key(State& state, std::string_view api, std::string_view key, c
     return;
   }
   apply_key(api, context_keys(), state.values, key, value, warnings);
+  if (top == "jit_config") {
+    // MindSpore 2.6 raises here; modeflow keeps infer_boost at every level as an extension
+    // (weights compiled in as constants), and says so.
+    const Json& jit = state.values["jit_config"];
+    const std::string level = jit.value("jit_level", "");
+    if (jit.value("infer_boost", "off") == "on" && (level == "O1" || level == "O2")) {
+      warnings.push_back(
+          {"infer_boost:" + level,
+           "jit_config: infer_boost='on' with jit_level " + level +
+               " is accepted here as an extension (weights compiled in as constants at every "
+               "level); MindSpore 2.6 refuses it ('Only jit_level set O0 can set infer_boost to "
+               "on'): use jit_level O0 for scripts that must also run there"});
+    }
+  }
   const KeySpec* spec = find_key(context_keys(), top);
   state.origins[spec != nullptr && !spec->alias_of.empty() ? spec->alias_of : top] =
       std::string(api);

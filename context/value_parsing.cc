@@ -77,7 +77,16 @@ Json normalize_int(std::string_view api, const KeySpec& spec, std::string_view p
 
 Json normalize_choice(std::string_view api, const KeySpec& spec, std::string_view path,
                       const Json& value) {
-  const std::string allowed = "one of [" + allowed_values(spec) + "]";
+  std::string allowed = "one of [" + allowed_values(spec) + "]";
+  if (spec.choice_by_index) {
+    allowed += " or its integer 0 to " + std::to_string(spec.choices.size() - 1);
+    if (value.is_number_integer()) {
+      const auto index = value.get<std::int64_t>();
+      if (index >= 0 && index < static_cast<std::int64_t>(spec.choices.size())) {
+        return spec.choices[static_cast<size_t>(index)];
+      }
+    }
+  }
   if (!value.is_string()) fail_value(api, spec, path, value, allowed);
   const std::string& text = value.get_ref<const std::string&>();
   // The default may lie outside the choices ("" = not set); setting it back is always allowed.
@@ -283,6 +292,11 @@ Json value_from_text(std::string_view api, const KeySpec& spec, std::string_view
     }
     case ValueType::kString:
     case ValueType::kChoice:
+      // `--set debug_level=1`: MindSpore's integer constant, as set_context takes it.
+      if (spec.choice_by_index) {
+        if (auto number = parse_int(text)) return *number;
+      }
+      return std::string(text);
     case ValueType::kMemorySize:
       return std::string(text);
     case ValueType::kStrategy:
@@ -365,6 +379,19 @@ Json read_env_config(const std::string& path) {
   return out;
 }
 
+void check_save_graphs_path(std::string_view api, const KeySpec&, const Json& value) {
+  MF_CHECK(!value.get<std::string>().empty(), InvalidArgument, "For '", api,
+           "', save_graphs_path must name a directory, but got ''; use '.' for the current one.");
+}
+
+void check_print_file_path(std::string_view api, const KeySpec&, const Json& value) {
+  const std::string& path = value.get_ref<const std::string&>();
+  std::error_code ec;
+  MF_CHECK(path.empty() || !std::filesystem::is_directory(path, ec), InvalidArgument, "For '", api,
+           "', print_file_path '", echo(path),
+           "' is a directory; name a file (in that directory, for example).");
+}
+
 void check_device_target(std::string_view api, const KeySpec&, const Json& value) {
   MF_CHECK(value == "CPU", Unsupported, "For '", api, "', device_target '",
            echo(value.get<std::string>()),
@@ -381,7 +408,10 @@ void check_graph_kernel_flags(std::string_view api, const KeySpec&, const Json& 
 }
 
 std::vector<std::string> graph_kernel_flags_warnings(const Json& value) {
-  return unknown_flag_warnings(parse_graph_kernel_flags(value.get<std::string>()));
+  std::vector<std::string> out;
+  const GraphKernelFlags flags = parse_graph_kernel_flags(value.get<std::string>(), &out);
+  for (std::string& warning : unknown_flag_warnings(flags)) out.push_back(std::move(warning));
+  return out;
 }
 
 void check_ge_options(std::string_view api, const KeySpec&, const Json& value) {

@@ -48,6 +48,8 @@ Json read_env_config(const std::string& path);
 
 // Extra checks referenced from the key tables.
 void check_device_target(std::string_view api, const KeySpec& spec, const Json& value);
+void check_save_graphs_path(std::string_view api, const KeySpec& spec, const Json& value);
+void check_print_file_path(std::string_view api, const KeySpec& spec, const Json& value);
 void check_graph_kernel_flags(std::string_view api, const KeySpec& spec, const Json& value);
 // One warning per unknown flag of a valid graph_kernel_flags value (they are ignored).
 std::vector<std::string> graph_kernel_flags_warnings(const Json& value);

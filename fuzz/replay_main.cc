@@ -2,7 +2,8 @@
 // LLVMFuzzerTestOneInput once over every file given, or every file in the directories given. ctest
 // replays each committed corpus (seeds and past findings) this way, so a regression fails the
 // normal suite without a Clang build; a finding aborts, as under libFuzzer. A file named as
-// libFuzzer names a finding (crash-, timeout-, leak-, oom-, slow-unit-) may be refused; every other
+// libFuzzer names a finding (crash-, timeout-, leak-, oom-, slow-unit-) may be refused; a file
+// named refused-... is an input the reader must refuse (a format it does not take); every other
 // file is a valid seed, and the reader refusing it fails the replay.
 
 #include <algorithm>
@@ -49,7 +50,12 @@ int main(int argc, char** argv) {
     for (const char* prefix : {"crash-", "timeout-", "leak-", "oom-", "slow-unit-"}) {
       finding = finding || name.rfind(prefix, 0) == 0;
     }
-    if (!finding) {
+    if (name.rfind("refused-", 0) == 0) {
+      if (mf::fuzz::first_verdict() != mf::fuzz::FirstVerdict::kRefused) {
+        std::fprintf(stderr, "replay: %s must be refused, but was accepted\n", file.c_str());
+        return 3;
+      }
+    } else if (!finding) {
       ++seeds;
       if (mf::fuzz::first_verdict() != mf::fuzz::FirstVerdict::kAccepted) {
         std::fprintf(stderr, "replay: the seed %s is a valid file but was refused\n", file.c_str());

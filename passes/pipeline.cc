@@ -63,21 +63,34 @@ GraphDelta compare(const Snapshot& before, const Snapshot& after) {
   GraphDelta delta;
   for (const auto& [key, fingerprint] : before) {
     auto it = after.find(key);
-    if (it == after.end()) {
+    if (key.second < 0) {
+      // The outputs' and constants' entries: not nodes.
+      delta.outputs_or_constants |= it == after.end() || it->second != fingerprint;
+    } else if (it == after.end()) {
       ++delta.removed;
     } else if (it->second != fingerprint) {
       ++delta.rewritten;
     }
   }
-  for (const auto& [key, fingerprint] : after) delta.added += before.count(key) == 0;
+  for (const auto& [key, fingerprint] : after) {
+    if (key.second < 0) {
+      delta.outputs_or_constants |= before.count(key) == 0;
+    } else {
+      delta.added += before.count(key) == 0;
+    }
+  }
   return delta;
 }
 
 }  // namespace
 
 std::string GraphDelta::summary() const {
-  if (added == 0 && removed == 0 && rewritten == 0) return "no node change";
-  return detail::str_cat(added, " nodes added, ", removed, " removed, ", rewritten, " rewritten");
+  const std::string others = outputs_or_constants ? "outputs or constants changed" : "";
+  if (added == 0 && removed == 0 && rewritten == 0) {
+    return others.empty() ? "no node change" : "no node change, " + others;
+  }
+  return detail::str_cat(added, " nodes added, ", removed, " removed, ", rewritten, " rewritten",
+                         others.empty() ? "" : ", " + others);
 }
 
 void Pipeline::add(std::unique_ptr<Pass> pass) {

@@ -18,9 +18,12 @@ namespace mf::passes {
 struct GraphDelta {
   size_t added = 0;
   size_t removed = 0;
-  size_t rewritten = 0;         // same node, different op, attributes or operands
-  std::string summary() const;  // "2 nodes added, 1 removed, 3 rewritten" or "no change"
-  bool empty() const { return added == 0 && removed == 0 && rewritten == 0; }
+  size_t rewritten = 0;               // same node, different op, attributes or operands
+  bool outputs_or_constants = false;  // a graph's outputs rerouted, or its constants changed
+  std::string summary() const;        // "2 nodes added, 1 removed, 3 rewritten" or "no change"
+  bool empty() const {
+    return added == 0 && removed == 0 && rewritten == 0 && !outputs_or_constants;
+  }
 };
 
 // A pass run in order, alone or as part of a group that repeats to a fixed point.

@@ -171,8 +171,8 @@ void EagerExecutor::worker_loop() {
     entry.task = nullptr;  // release captured buffers outside the lock
     lock.lock();
     if (failure) {
-      failures_.push_back(
-          Failure{entry.seq, kOpen, std::make_shared<const Error>(std::move(*failure))});
+      failures_.push_back(Failure{entry.seq, kOpen,
+                                  std::make_shared<const Error>(std::move(*failure)), entry.info});
       has_pending_ = true;
     }
     finished_ = entry.seq;
@@ -199,7 +199,7 @@ uint64_t EagerExecutor::submit(std::function<void()> task, TaskInfo info) {
       lock.lock();
       if (failure) {
         failures_.push_back(
-            Failure{seq, kOpen, std::make_shared<const Error>(std::move(*failure))});
+            Failure{seq, kOpen, std::make_shared<const Error>(std::move(*failure)), info});
         has_pending_ = true;
       }
     }
@@ -239,7 +239,7 @@ uint64_t EagerExecutor::submit(std::function<void()> task, TaskInfo info) {
   if (failure) {
     // Closed at once: the caller gets the error now, and a read of this op's output throws it
     // again.
-    failures_.push_back(Failure{seq, seq, std::make_shared<const Error>(*failure)});
+    failures_.push_back(Failure{seq, seq, std::make_shared<const Error>(*failure), info});
   }
   finished_ = std::max(finished_, seq);
   progress_.notify_all();
@@ -295,6 +295,13 @@ void EagerExecutor::wait_for(uint64_t seq) {
     report_pending_locked();
   }
   throw Error(*failure->error);
+}
+
+std::optional<EagerExecutor::FailureRecord> EagerExecutor::last_failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failures_.empty()) return std::nullopt;
+  const Failure& f = failures_.back();
+  return FailureRecord{f.first, f.last == kOpen ? last_seq_ : f.last, f.info};
 }
 
 size_t EagerExecutor::blocked_submitters() const {

@@ -88,6 +88,16 @@ class EagerExecutor {
   // blocked for room in the queue now, and how often the worker has woken them.
   size_t blocked_submitters() const;
   uint64_t submitter_wakeups() const;
+
+  // The latest failure: the op that failed (its sequence number and what it was) and the last task
+  // dropped behind it so far (== failed when none was). For reports that list what happened to
+  // each op, the failing one included however many were queued after it.
+  struct FailureRecord {
+    uint64_t failed = 0;
+    uint64_t dropped_through = 0;
+    TaskInfo info;
+  };
+  std::optional<FailureRecord> last_failure() const;
   // The sequence number of the latest submitted task (0 before any).
   uint64_t last_submitted() const;
 
@@ -119,6 +129,7 @@ class EagerExecutor {
     uint64_t first;
     uint64_t last;
     std::shared_ptr<const Error> error;
+    TaskInfo info;  // the failing op's
   };
 
   void worker_loop();

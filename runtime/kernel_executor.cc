@@ -170,7 +170,8 @@ class PlanRun {
       if (slot.kind == SlotKind::kConstant) {
         data_[id] = const_cast<uint8_t*>(plan_.graph->constant(slot.index)->bytes().data());
       } else if (slot.kind == SlotKind::kArena) {
-        data_[id] = static_cast<uint8_t*>(arena_->data()) + slot.offset;
+        // Every intermediate empty: no arena, and no byte of one is ever touched.
+        data_[id] = arena_ ? static_cast<uint8_t*>(arena_->data()) + slot.offset : nullptr;
       }
     }
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <sstream>
+#include <unordered_set>
+#include <vector>
 
 #include "ir/printer.h"
 
@@ -35,14 +37,26 @@ namespace {
 // Whether `plan` or a subplan a control-flow step of it runs places anything in an arena: a graph
 // whose intermediates all live in called subgraphs (the transformer's main graph is one call) is
 // planned in those subgraphs' arenas.
-bool uses_arena(const Plan& plan) {
-  if (plan.arena_bytes > 0) return true;
-  for (const Slot& s : plan.slots) {
-    if (s.kind == SlotKind::kArena) return true;
+// `plan` and every plan reachable from it through subplans, each once, from a worklist: a
+// recursive graph's plan is its own subplan, and calls may nest deeper than the stack.
+std::vector<const Plan*> reachable_plans(const Plan& root) {
+  std::vector<const Plan*> order{&root};
+  std::unordered_set<const Plan*> seen{&root};
+  for (size_t i = 0; i < order.size(); ++i) {
+    for (const Step& step : order[i]->steps) {
+      for (const auto& sub : step.subplans) {
+        if (sub != nullptr && seen.insert(sub.get()).second) order.push_back(sub.get());
+      }
+    }
   }
-  for (const Step& step : plan.steps) {
-    for (const auto& sub : step.subplans) {
-      if (sub != nullptr && uses_arena(*sub)) return true;
+  return order;
+}
+
+bool uses_arena(const Plan& root) {
+  for (const Plan* plan : reachable_plans(root)) {
+    if (plan->arena_bytes > 0) return true;
+    for (const Slot& s : plan->slots) {
+      if (s.kind == SlotKind::kArena) return true;
     }
   }
   return false;
@@ -55,18 +69,22 @@ std::string_view Plan::memory_regime() const {
 }
 
 // Every line starts with "# " so the text can be appended to an .ir dump and still parse.
-std::string Plan::describe() const {
+namespace {
+
+// One plan's text, without its subplans.
+std::string describe_one(const Plan& plan) {
   std::ostringstream out;
-  out << "# Memory plan of graph @" << (graph != nullptr ? graph->name() : std::string("?")) << ": "
-      << slots.size() << " slots, " << steps.size() << " steps\n";
-  out << "# memory: " << memory_regime() << "\n";
-  out << "# arena_bytes: " << arena_bytes << "\n";
-  out << "# planned_peak_bytes: " << planned_peak_bytes << "\n";
-  out << "# parameters: [" << slot_list(parameters) << "]  outputs: [" << slot_list(outputs)
-      << "]\n";
+  out << "# Memory plan of graph @"
+      << (plan.graph != nullptr ? plan.graph->name() : std::string("?")) << ": "
+      << plan.slots.size() << " slots, " << plan.steps.size() << " steps\n";
+  out << "# memory: " << plan.memory_regime() << "\n";
+  out << "# arena_bytes: " << plan.arena_bytes << "\n";
+  out << "# planned_peak_bytes: " << plan.planned_peak_bytes << "\n";
+  out << "# parameters: [" << slot_list(plan.parameters) << "]  outputs: ["
+      << slot_list(plan.outputs) << "]\n";
   out << "# slots:\n";
-  for (size_t i = 0; i < slots.size(); ++i) {
-    const Slot& s = slots[i];
+  for (size_t i = 0; i < plan.slots.size(); ++i) {
+    const Slot& s = plan.slots[i];
     out << "#   $" << i << " " << kind_name(s.kind) << " " << ir::type_to_string(s.type)
         << " bytes=" << s.bytes;
     if (s.kind == SlotKind::kParameter || s.kind == SlotKind::kConstant)
@@ -76,8 +94,8 @@ std::string Plan::describe() const {
     out << "\n";
   }
   out << "# steps:\n";
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const Step& s = steps[i];
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    const Step& s = plan.steps[i];
     out << "#   " << i << ": " << (s.node != nullptr ? s.node->op() : std::string("?")) << " ("
         << slot_list(s.inputs) << ") -> (" << slot_list(s.outputs) << ")";
     if (s.in_place) out << " in_place";
@@ -88,16 +106,16 @@ std::string Plan::describe() const {
     }
     out << "\n";
   }
-  // Each subplan once, after its first user (recursive references are not followed twice).
-  std::vector<const Plan*> seen = {this};
-  for (const Step& s : steps) {
-    for (const auto& sub : s.subplans) {
-      if (sub == nullptr || std::find(seen.begin(), seen.end(), sub.get()) != seen.end()) continue;
-      seen.push_back(sub.get());
-      out << sub->describe();
-    }
-  }
   return out.str();
+}
+
+}  // namespace
+
+// Each plan once, in the order it is first reached (recursive references are not followed twice).
+std::string Plan::describe() const {
+  std::string out;
+  for (const Plan* plan : reachable_plans(*this)) out += describe_one(*plan);
+  return out;
 }
 
 }  // namespace mf::runtime

@@ -30,6 +30,7 @@ class PreparedKernels {
 
  private:
   void prepare_plan(const Plan& plan, int threads, bool deterministic);
+  void prepare_step(const Plan& plan, const Step& step, int threads, bool deterministic);
 
   std::unordered_map<const ir::Node*, std::shared_ptr<const void>> states_;
   size_t prepared_ = 0;

@@ -260,7 +260,8 @@ class SinkExecutor final : public GraphExecutor {
     for (size_t id = 0; id < plan.slots.size(); ++id) {
       const Slot& slot = plan.slots[id];
       if (slot.kind == SlotKind::kArena) {
-        data_[id] = static_cast<uint8_t*>(arena_->data()) + slot.offset;
+        // Every intermediate empty: no arena, and no byte of one is ever touched.
+        data_[id] = arena_ ? static_cast<uint8_t*>(arena_->data()) + slot.offset : nullptr;
       }
     }
     for (BoundStep& b : steps_) {

@@ -86,12 +86,16 @@ void print_pipeline(const PassesOptions& flags) {
       context::derive_policy(context::snapshot(), context::DeriveOptions{.jit_region = true});
   const passes::CompileOptions options = engine::driver_options(policy, "passes").compile;
   const auto rows = passes::describe_pipeline(options);
+  const bool pynative = policy.mode.value == context::ExecutionMode::kPynative;
+  const bool downgraded =
+      pynative && policy.jit_level.reason.find("use O0 instead") != std::string::npos;
   std::printf("pipeline: jit_level %s, fusion opt_level %d, executor %s%s\n",
               std::string(passes::to_string(options.jit_level)).c_str(), options.fusion_level,
               std::string(context::to_string(policy.executor.value)).c_str(),
-              policy.mode.value == context::ExecutionMode::kPynative
-                  ? " (PYNATIVE_MODE: for jit-compiled cells and functions)"
-                  : "");
+              downgraded ? " (PYNATIVE_MODE: jit-compiled cells and functions asked for O2 run at "
+                           "O0, as in MindSpore; --set mode=GRAPH_MODE shows O2)"
+              : pynative ? " (PYNATIVE_MODE: for jit-compiled cells and functions)"
+                         : "");
   std::printf("%-4s %-34s %-20s %s\n", "#", "pass", "from", "group");
   int i = 0;
   for (const auto& row : rows) {

@@ -73,13 +73,20 @@ std::map<std::string, Tensor> load_inputs(const std::vector<std::string>& items)
   for (const auto& item : items) {
     const size_t eq = item.find('=');
     MF_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < item.size(), InvalidArgument,
-             "--input '", item, "' is malformed; expected NAME=FILE.npy");
+             "--input '", echo(item), "' is malformed; expected NAME=FILE.npy");
     loaded[item.substr(0, eq)] = Tensor::load_npy(item.substr(eq + 1));
   }
   return loaded;
 }
 
 void print_output(const std::string& name, const Tensor& t) {
+  if (t.numel() == 0) {
+    // No elements: no mean, minimum or maximum to report.
+    std::printf("output %s: shape %s dtype %s (empty)\n", name.c_str(),
+                ir::shape_to_string(t.shape()).c_str(),
+                std::string(ir::dtype_name(t.dtype())).c_str());
+    return;
+  }
   const TensorStats s = tensor_stats(t);
   std::printf("output %s: shape %s dtype %s sum %.9g mean %.9g min %.9g max %.9g\n", name.c_str(),
               ir::shape_to_string(t.shape()).c_str(),

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "base/file_reader.h"
 #include "base/logging.h"
@@ -44,16 +45,39 @@ std::filesystem::path report_pynative_failure(const Error& error) {
   out << "# modeflow Running Data Recorder report (PYNATIVE_MODE)\n"
       << "outcome: failed: " << error.what() << "\n"
       << "pynative_synchronize: " << (policy->pynative_synchronize.value ? "true" : "false")
-      << "\n# last ops queued (oldest first): seq, state, op, scope, call site\n";
+      << "\n";
+  const auto line = [&](uint64_t seq, std::string_view state, const runtime::TaskInfo& info) {
+    out << seq << "  " << state << "  " << info.op_name << "  "
+        << (info.scope.empty() ? "-" : info.scope) << "  " << info.call_site() << "\n";
+  };
+  // The failing op first (kept by the executor, so it is there however many ops were queued
+  // after it), then the ops before it that ran, then those dropped behind it: each as what
+  // happened to it.
+  const std::optional<runtime::EagerExecutor::FailureRecord> failure =
+      runtime::default_eager_executor().last_failure();
+  std::vector<std::pair<uint64_t, runtime::TaskInfo>> recent;
   {
     Ring& r = ring();
     std::lock_guard lock(r.mutex);
     const uint64_t first = r.count > kKept ? r.count - kKept : 0;
-    for (uint64_t i = first; i < r.count; ++i) {
-      const auto& [seq, info] = r.ops[i % kKept];
-      const bool done = runtime::default_eager_executor().is_done(seq);
-      out << seq << "  " << (done ? "run (or failed)" : "queued") << "  " << info.op_name << "  "
-          << (info.scope.empty() ? "-" : info.scope) << "  " << info.call_site() << "\n";
+    for (uint64_t i = first; i < r.count; ++i) recent.push_back(r.ops[i % kKept]);
+  }
+  out << "# seq, state, op, scope, call site\n";
+  if (failure) {
+    out << "# the op that failed\n";
+    line(failure->failed, "failed", failure->info);
+    out << "# before it, oldest first\n";
+    for (const auto& [seq, info] : recent) {
+      if (seq < failure->failed) line(seq, "ran", info);
+    }
+    out << "# after it, dropped without running\n";
+    for (const auto& [seq, info] : recent) {
+      if (seq > failure->failed && seq <= failure->dropped_through) line(seq, "dropped", info);
+    }
+  } else {
+    out << "# last ops submitted, oldest first\n";
+    for (const auto& [seq, info] : recent) {
+      line(seq, runtime::default_eager_executor().is_done(seq) ? "ran" : "queued", info);
     }
   }
   const context::Snapshot snapshot = context::snapshot();

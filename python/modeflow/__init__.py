@@ -33,7 +33,7 @@ from ._modeflow import (  # noqa: F401
     set_ps_context,
     set_recursion_limit,
 )
-from . import _indexing
+from . import _indexing, _modeflow
 from . import common, context, device_context, models, nn, onnx, ops, runtime  # noqa: F401
 from .jit import JitConfig, jit  # noqa: F401
 
@@ -41,5 +41,15 @@ from .jit import JitConfig, jit  # noqa: F401
 Tensor.__getitem__ = _indexing.getitem
 Tensor.__setitem__ = _indexing.setitem
 Tensor.__iter__ = _indexing.iterate
+
+# jit_syntax_level's constants (MindSpore's ms.STRICT / COMPATIBLE / LAX): set_context takes them
+# as it takes the names; get_context returns the name.
+STRICT = 0
+COMPATIBLE = 1
+LAX = 2
+
+# MindSpore's MS_* environment variables, read once here as MindSpore reads them at start-up; what
+# wins over a later set_context is in docs/context-keys.md.
+_modeflow._configure_from_environment()
 
 __version__ = "0.1.0"

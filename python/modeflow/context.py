@@ -14,6 +14,11 @@ from ._modeflow import (  # noqa: F401
     set_ps_context,
 )
 
+# debug_level's constants (MindSpore's mindspore.context.RELEASE / DEBUG): set_context takes them
+# as it takes the names; get_context returns the name.
+RELEASE = 0
+DEBUG = 1
+
 
 class ParallelMode:
     """The values of set_auto_parallel_context(parallel_mode=...)."""

@@ -26,8 +26,10 @@ bool type_fits(const KeySpec& spec, const Json& value) {
       return value.is_boolean();
     case ValueType::kInt:
       return value.is_number_integer();
-    case ValueType::kString:
     case ValueType::kChoice:
+      // MindSpore's integer constants (ms.STRICT, ms.context.DEBUG) are of the right type.
+      return value.is_string() || (spec.choice_by_index && value.is_number_integer());
+    case ValueType::kString:
     case ValueType::kMemorySize:
       return value.is_string();
     case ValueType::kMode:
@@ -132,6 +134,15 @@ void bind_context(py::module_& m) {
 
   // MindSpore 2.5+'s replacements for set_context keys: each sets the same key through the same
   // checks (context/replacement_api.h). The runtime and device_context ones are re-exported by
+  // `import modeflow` reads MindSpore's MS_* variables, as `mf` does at start-up.
+  m.def(
+      "_configure_from_environment",
+      [] {
+        configure_from_environment();
+        flush_warnings();
+      },
+      "Reads MS_DEV_SAVE_GRAPHS, MS_DEV_SAVE_GRAPHS_PATH, MS_DEV_PRECOMPILE_ONLY, "
+      "MS_DEV_GRAPH_KERNEL_FLAGS, MS_COMPILER_CACHE_ENABLE and MS_COMPILER_CACHE_PATH.");
   // modeflow.runtime and modeflow.device_context.cpu.op_tuning under MindSpore's names.
   m.def(
       "set_device",
@@ -158,12 +169,16 @@ void bind_context(py::module_& m) {
   m.def(
       "_runtime_set_memory",
       [](const std::string& init_size, const std::string& increase_size,
-         const std::string& max_size, const std::string& optimize_level) {
-        context::runtime::set_memory(init_size, increase_size, max_size, optimize_level);
+         const std::string& max_size, const std::string& optimize_level,
+         const std::string& huge_page_reserve_size) {
+        context::runtime::set_memory(init_size, increase_size, max_size, optimize_level,
+                                     huge_page_reserve_size);
         flush_warnings();
       },
-      py::arg("init_size") = "", py::arg("increase_size") = "", py::arg("max_size") = "",
-      py::arg("optimize_level") = "");
+      py::arg("init_size") = "2GB", py::arg("increase_size") = "2GB",
+      py::arg("max_size") = "1024GB", py::arg("optimize_level") = "O0",
+      py::arg("huge_page_reserve_size") = "0GB",
+      "MindSpore 2.6's runtime.set_memory: arguments left out take their defaults again.");
   m.def("_runtime_launch_blocking", [] {
     context::runtime::launch_blocking();
     flush_warnings();

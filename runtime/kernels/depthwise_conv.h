@@ -18,6 +18,11 @@
 
 namespace mf::runtime::ops {
 
+// Whether this CPU's oneDNN channels-last depthwise kernel is the one whose bits this kernel
+// gives (brdgmm_dw): only then does conv2d run NCHW depthwise convolutions here
+// (runtime/ops/conv.cc).
+bool depthwise_nchw_matches_onednn();
+
 // x (batch, channels, h, w), weight (channels, 1, kh, kw), bias (channels) or null, y (batch,
 // channels, oh, ow); planes in parallel on the intra-op threads.
 void depthwise_conv2d_nchw(const float* x, const float* weight, const float* bias, float* y,

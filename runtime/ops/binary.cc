@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -29,6 +30,20 @@ std::vector<ir::OpSample> binary_samples(double low = -2.0, double high = 2.0) {
       // Several parallel chunks and tiles, with a broadcast operand gathered per tile.
       sample({f32({3, 40000}), f32({3, 1})}, {}, low, high),
   };
+}
+
+// The shapes of binary_samples over Int32 and Int64, for ops defined on integers only (a sample
+// with no floating input runs in its own dtype). [-2, 2] draws integers in [-10, 10]: zero and -1
+// divisors included.
+std::vector<ir::OpSample> integer_samples() {
+  std::vector<ir::OpSample> out;
+  for (DType dtype : {DType::kInt32, DType::kInt64}) {
+    for (ir::OpSample s : binary_samples()) {
+      for (TensorType& t : s.inputs) t.dtype = dtype;
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
 }
 
 ir::OpBuilder declare(std::string name, const ir::ElementwiseMath& math,
@@ -64,6 +79,60 @@ const ir::ElementwiseMath kMaximumMath = make_math<2, float, double, int32_t, in
 const ir::ElementwiseMath kMinimumMath = make_math<2, float, double, int32_t, int64_t>(
     [](const auto& a, const auto& b) { return a.min(b); });
 
+// Integer division and remainder never trap. C++'s / and % fault (SIGFPE on x86) on a zero divisor
+// and on the one quotient that overflows, INT_MIN / -1; here a zero divisor gives 0 and a divisor
+// of -1 negates with two's-complement wrap-around (INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0).
+// Element by element (x86 has no vector integer division), so no lane ever divides by zero.
+template <typename T>
+T wrapping_neg(T a) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(U(0) - static_cast<U>(a));
+}
+
+template <typename T>
+T truncate_div_value(T a, T b) {
+  if (b == 0) return T(0);
+  if (b == -1) return wrapping_neg(a);
+  return a / b;
+}
+
+// The remainder of truncate_div: the sign of the dividend (C's % and fmod). Floats: IEEE fmod, so
+// a zero divisor gives NaN.
+template <typename T>
+T truncate_mod_value(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::fmod(a, b);
+  } else {
+    if (b == 0 || b == -1) return T(0);
+    return a % b;
+  }
+}
+
+// The remainder of floor division: the sign of the divisor (Python's %).
+template <typename T>
+T floor_mod_value(T a, T b) {
+  if (b == 0 || b == -1) return T(0);
+  const T r = a % b;
+  // r and b have opposite signs here, so r + b cannot overflow.
+  return (r != 0 && (r < 0) != (b < 0)) ? T(r + b) : r;
+}
+
+const ir::ElementwiseMath kTruncateDivMath =
+    make_math<2, int32_t, int64_t>([](const auto& a, const auto& b) {
+      using T = scalar_of<decltype(a)>;
+      return a.binaryExpr(b, [](T x, T y) { return truncate_div_value(x, y); });
+    });
+const ir::ElementwiseMath kTruncateModMath =
+    make_math<2, float, double, int32_t, int64_t>([](const auto& a, const auto& b) {
+      using T = scalar_of<decltype(a)>;
+      return a.binaryExpr(b, [](T x, T y) { return truncate_mod_value(x, y); });
+    });
+const ir::ElementwiseMath kFloorModMath =
+    make_math<2, int32_t, int64_t>([](const auto& a, const auto& b) {
+      using T = scalar_of<decltype(a)>;
+      return a.binaryExpr(b, [](T x, T y) { return floor_mod_value(x, y); });
+    });
+
 const ir::OpRegistration kAdd = declare(
     "add", kAddMath, [](double a, double b) { return a + b; }, "a + b", Trait::kCommutative);
 const ir::OpRegistration kSub = declare(
@@ -73,8 +142,32 @@ const ir::OpRegistration kMul = declare(
 // Divisors are kept away from zero in the samples: near a pole float32 and double differ by more
 // than any tolerance says anything about.
 const ir::OpRegistration kDiv = declare(
-    "div", kDivMath, [](double a, double b) { return a / b; }, "a / b (true division, floats only)",
-    Trait::kNone, 0.5, 2.0);
+    "div", kDivMath, [](double a, double b) { return a / b; },
+    "a / b (true division, floats only; truncate_div divides integers)", Trait::kNone, 0.5, 2.0);
+// Integer division is its own op rather than div over integers: an op's reference sees values, not
+// dtypes, and 7 / 2 is 3.5 in div's math. The references model the zero-divisor rule; the
+// samples' integers include 0 and -1 divisors. (The wrap of INT_MIN / -1 is beyond the samples.)
+const ir::OpRegistration kTruncateDiv =
+    declare(
+        "truncate_div", kTruncateDivMath,
+        [](double a, double b) { return b == 0 ? 0.0 : std::trunc(a / b); },
+        "a / b rounded toward zero, integers only (C's /, ONNX Div on integers); a zero divisor "
+        "gives 0 rather than a fault, and INT_MIN / -1 wraps to INT_MIN")
+        .samples(integer_samples());
+// Float samples of truncate_mod never draw an exact zero divisor (floats give NaN there); their
+// integer variants do, and give 0 as the reference says.
+const ir::OpRegistration kTruncateMod = declare(
+    "truncate_mod", kTruncateModMath,
+    [](double a, double b) { return b == 0 ? 0.0 : std::fmod(a, b); },
+    "remainder of truncate_div, with the sign of a (C's % and fmod, ONNX Mod with fmod=1); a zero "
+    "divisor gives 0 for integers (no fault) and NaN for floats");
+const ir::OpRegistration kFloorMod =
+    declare(
+        "floor_mod", kFloorModMath,
+        [](double a, double b) { return b == 0 ? 0.0 : a - b * std::floor(a / b); },
+        "remainder of floor division, with the sign of b, integers only (Python's %, ONNX Mod "
+        "with fmod=0); a zero divisor gives 0 rather than a fault")
+        .samples(integer_samples());
 const ir::OpRegistration kPow = declare(
     "pow", kPowMath, [](double a, double b) { return std::pow(a, b); },
     "a ^ b; a must be positive unless b is integral", Trait::kNone, 0.25, 2.0);

@@ -1,4 +1,7 @@
-// Predicates (equal, less, greater -> Bool) and select(cond, a, b), all with numpy broadcasting.
+// Predicates (equal, less, greater -> Bool; isnan, isinf), logic over Bool (logical_and, _or,
+// _xor, _not) and select(cond, a, b), all with numpy broadcasting.
+
+#include <cmath>
 
 #include "runtime/kernels/elementwise_kernel.h"
 #include "runtime/kernels/reference.h"
@@ -51,6 +54,89 @@ const ir::OpRegistration kLess = declare(
 const ir::OpRegistration kGreater = declare(
     "greater", kGreaterMath, [](double a, double b) { return a > b ? 1.0 : 0.0; }, "a > b -> Bool",
     Trait::kNone);
+
+// Classification of floats: x -> Bool.
+ir::OpBuilder declare_classify(std::string name, const ir::ElementwiseMath& math,
+                               double (*reference)(double), std::string doc) {
+  ir::OpBuilder b = ir::define_op(name);
+  b.arity(1)
+      .traits(Trait::kElementwise | Trait::kPure)
+      .infer(infer_elementwise(name, math, DType::kBool))
+      .kernel(elementwise_kernel(math))
+      .elementwise(math)
+      .reference(ref_unary(reference))
+      .samples(
+          {sample({f32({7})}), sample({f32({3, 5})}), sample({f32({})}), sample({f32({2, 3, 4})})})
+      .doc(std::move(doc));
+  return b;
+}
+
+const ir::ElementwiseMath kIsNanMath =
+    make_predicate_math<1, float, double>([](const auto& x) { return x.isNaN(); });
+const ir::ElementwiseMath kIsInfMath =
+    make_predicate_math<1, float, double>([](const auto& x) { return x.isInf(); });
+
+const ir::OpRegistration kIsNan = declare_classify(
+    "isnan", kIsNanMath, [](double x) { return std::isnan(x) ? 1.0 : 0.0; }, "x is NaN -> Bool");
+const ir::OpRegistration kIsInf = declare_classify(
+    "isinf", kIsInfMath, [](double x) { return std::isinf(x) ? 1.0 : 0.0; },
+    "x is +inf or -inf -> Bool");
+
+// Logic: Bool inputs (broadcast) to a Bool output, element by element.
+ir::OpBuilder declare_logic(std::string name, int arity, const ir::ElementwiseMath& math,
+                            ir::ReferenceFn reference, std::string doc, Trait extra) {
+  std::vector<ir::OpSample> samples;
+  if (arity == 1) {
+    samples = {sample({boolean({7})}), sample({boolean({3, 5})}), sample({boolean({})}),
+               sample({boolean({2, 3, 4})})};
+  } else {
+    samples = {
+        sample({boolean({3, 5}), boolean({3, 5})}),
+        sample({boolean({3, 5}), boolean({5})}),
+        sample({boolean({4, 1, 3}), boolean({2, 3})}),
+        sample({boolean({}), boolean({3, 5})}),
+        sample({boolean({}), boolean({})}),
+    };
+  }
+  ir::OpBuilder b = ir::define_op(name);
+  b.arity(arity)
+      .traits((arity == 1 ? Trait::kElementwise | Trait::kPure : kPredicate) | extra)
+      .infer(infer_elementwise(name, math))
+      .kernel(elementwise_kernel(math))
+      .elementwise(math)
+      .reference(std::move(reference))
+      .samples(std::move(samples))
+      .doc(std::move(doc));
+  return b;
+}
+
+const ir::ElementwiseMath kLogicalAndMath = make_math<2, bool>([](const auto& a, const auto& b) {
+  return a.binaryExpr(b, [](bool x, bool y) { return x && y; });
+});
+const ir::ElementwiseMath kLogicalOrMath = make_math<2, bool>([](const auto& a, const auto& b) {
+  return a.binaryExpr(b, [](bool x, bool y) { return x || y; });
+});
+const ir::ElementwiseMath kLogicalXorMath = make_math<2, bool>([](const auto& a, const auto& b) {
+  return a.binaryExpr(b, [](bool x, bool y) { return x != y; });
+});
+const ir::ElementwiseMath kLogicalNotMath =
+    make_math<1, bool>([](const auto& x) { return x.unaryExpr([](bool v) { return !v; }); });
+
+const ir::OpRegistration kLogicalAnd =
+    declare_logic("logical_and", 2, kLogicalAndMath,
+                  ref_binary([](double a, double b) { return a != 0 && b != 0 ? 1.0 : 0.0; }),
+                  "a and b, Bool -> Bool", Trait::kCommutative);
+const ir::OpRegistration kLogicalOr =
+    declare_logic("logical_or", 2, kLogicalOrMath,
+                  ref_binary([](double a, double b) { return a != 0 || b != 0 ? 1.0 : 0.0; }),
+                  "a or b, Bool -> Bool", Trait::kCommutative);
+const ir::OpRegistration kLogicalXor =
+    declare_logic("logical_xor", 2, kLogicalXorMath,
+                  ref_binary([](double a, double b) { return (a != 0) != (b != 0) ? 1.0 : 0.0; }),
+                  "a xor b, Bool -> Bool", Trait::kCommutative);
+const ir::OpRegistration kLogicalNot = declare_logic(
+    "logical_not", 1, kLogicalNotMath, ref_unary([](double x) { return x != 0 ? 0.0 : 1.0; }),
+    "not x, Bool -> Bool", Trait::kNone);
 
 // select(cond, a, b): the tile math is indexed by the value dtype (the last input's), as for every
 // elementwise op.

@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <limits>
 #include <memory>
+#include <string>
 
 #include "runtime/dnnl/engine.h"
 #include "runtime/dnnl/prepare.h"
@@ -295,20 +296,34 @@ std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, cons
     // sgemm convolution adds the bias in another order once it has a post-op (bits changed
     // against the unfused ops: dnnl_kernels_test), so there it is a pass after the primitive.
     conv->plain = !blocked;
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, dnnl_rt::cpu_engine());
     if (!blocked) {
       conv->activation_after = activation;
     } else if (activation.kind != ConvActivation::Kind::kNone) {
       dnnl::post_ops post_ops;
       if (activation.kind == ConvActivation::Kind::kRelu) {
-        post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+        // As clip to [0, inf): max(y, 0), never oneDNN's relu, whose AVX2 kernel gives -0 for a
+        // negative y (0 * y) where the relu op gives +0.
+        post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f,
+                                std::numeric_limits<float>::infinity());
       } else {
         post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip,
                                 static_cast<float>(activation.lo),
                                 static_cast<float>(activation.hi));
       }
-      attr.set_post_ops(post_ops);
+      dnnl::primitive_attr with_post_op = attr;
+      with_post_op.set_post_ops(post_ops);
+      const dnnl::convolution_forward::primitive_desc fused(desc, with_post_op,
+                                                            dnnl_rt::cpu_engine());
+      // The post-op keeps the unfused bits only when oneDNN runs the same kernel with it. On
+      // some CPUs it picks another for a post-op (AVX2, grouped convolutions: another summation
+      // order), and then the activation is a pass after the plain primitive instead.
+      if (std::string(fused.impl_info_str()) == pd.impl_info_str()) {
+        pd = fused;
+      } else {
+        conv->activation_after = activation;
+      }
     }
-    const dnnl::convolution_forward::primitive_desc pd(desc, attr, dnnl_rt::cpu_engine());
     conv->primitive = dnnl::convolution_forward(pd);
     conv->scratchpad = pd.scratchpad_desc();
     conv->src = pd.src_desc();
@@ -452,12 +467,41 @@ void conv2d_dnnl(const ir::KernelContext& ctx) {
   apply_activation<float>(ctx, conv->activation_after);
 }
 
+// Whether oneDNN's channels-last depthwise kernel on this CPU is brdgmm_dw, the one whose bits
+// depthwise_conv.cc reproduces (each output an FMA chain over its taps from 0, then the bias).
+// Elsewhere (AVX2: another kernel, another order) an NCHW depthwise convolution runs oneDNN's
+// channels-last kernel too, so the layout never changes the bits. Asked once.
+bool onednn_depthwise_is_brdgmm() {
+  static const bool brdgmm = [] {
+    using tag = dnnl::memory::format_tag;
+    const auto f32 = dnnl::memory::data_type::f32;
+    const dnnl::memory::desc src({1, 32, 14, 14}, f32, tag::nhwc);
+    const dnnl::memory::desc dst({1, 32, 14, 14}, f32, tag::nhwc);
+    const dnnl::memory::desc weights({32, 1, 1, 3, 3}, f32, tag::any);
+    const dnnl::memory::desc bias({32}, f32, tag::a);
+    const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                               dnnl::algorithm::convolution_direct, src, weights,
+                                               bias, dst, {1, 1}, {0, 0}, {1, 1}, {1, 1});
+    const dnnl::convolution_forward::primitive_desc pd(desc, dnnl_rt::cpu_engine());
+    return std::string(pd.impl_info_str()).find("brdgmm") != std::string::npos;
+  }();
+  return brdgmm;
+}
+
 // A float32 NCHW depthwise convolution (one input and one output channel per group) runs in
 // depthwise_conv.cc, not oneDNN: see that file for why.
 bool runs_depthwise_nchw(std::span<const TensorType> in, const Attrs& attrs) {
   if (in[0].dtype != DType::kFloat32 || channels_last("conv2d", attrs)) return false;
   const int64_t groups = ir::attr_int(attrs, "groups", "conv2d");
-  return groups > 1 && in[0].shape[1] == groups && in[1].shape[0] == groups && in[1].shape[1] == 1;
+  const bool depthwise =
+      groups > 1 && in[0].shape[1] == groups && in[1].shape[0] == groups && in[1].shape[1] == 1;
+  if (!depthwise) return false;
+  if (onednn_depthwise_is_brdgmm()) return true;
+  // Elsewhere only what oneDNN cannot describe at all (strides, padding or dilation beyond 32
+  // bits: no layout would run it there) comes here.
+  const Window w = conv_window(in[0].shape, in[1].shape, attrs);
+  constexpr int64_t kMax32 = std::numeric_limits<int32_t>::max();
+  return std::max({w.top, w.bottom, w.left, w.right, w.sh, w.sw, w.dh, w.dw}) > kMax32;
 }
 
 // The activation attributes in the direct kernels' form (float bounds).
@@ -549,7 +593,27 @@ void conv2d_packed(const ir::KernelContext& ctx) {
   transpose_activation(y, ctx.outputs[0].as<float>(), y_nchw, true);
 }
 
+// No input channel (x or the weights empty, y not): every output is its bias, or 0, then the
+// activation, as the sum over no terms gives. oneDNN has no primitive for zero channels.
+template <typename T>
+void conv2d_no_channels(const ir::KernelContext& ctx) {
+  const Shape& ys = ctx.outputs[0].type.shape;
+  const bool last = channels_last("conv2d", ctx.attrs);
+  const int64_t channels = last ? ys[3] : ys[1];
+  const int64_t inner = last ? 1 : ys[2] * ys[3];
+  const T* bias = ctx.inputs.size() == 3 ? ctx.inputs[2].as<T>() : nullptr;
+  T* y = ctx.outputs[0].as<T>();
+  const int64_t n = ir::num_elements(ys);
+  for (int64_t i = 0; i < n; ++i) y[i] = bias != nullptr ? bias[(i / inner) % channels] : T(0);
+  apply_activation<T>(ctx, conv_activation(ctx.attrs));
+}
+
 void conv2d_kernel(const ir::KernelContext& ctx) {
+  if (ir::num_elements(ctx.inputs[0].type.shape) == 0 ||
+      ir::num_elements(ctx.inputs[1].type.shape) == 0) {
+    if (ctx.outputs[0].type.dtype == DType::kFloat64) return conv2d_no_channels<double>(ctx);
+    return conv2d_no_channels<float>(ctx);
+  }
   // oneDNN convolves float32 only: float64 keeps the im2col + Eigen path.
   if (ctx.outputs[0].type.dtype == DType::kFloat64) {
     if (channels_last("conv2d", ctx.attrs)) {
@@ -610,6 +674,10 @@ void reorder_conv2d_weights_ahead(std::span<const TensorType> in, const Attrs& a
   dnnl_rt::ScopedOmpThreads omp(threads);
   const std::shared_ptr<const DnnlConv> conv = dnnl_conv2d(in, attrs, threads, deterministic);
   if (conv->weights_in) reordered_weights(*conv, conv, weights);
+}
+
+bool depthwise_nchw_matches_onednn() {
+  return onednn_depthwise_is_brdgmm();
 }
 
 bool conv2d_runs_packed(std::span<const TensorType> in, const Attrs& attrs) {

@@ -92,6 +92,7 @@ std::vector<RefTensor> gather_reference(std::span<const RefTensor> in, const Att
     const std::vector<int64_t> ic(c.begin() + axis, c.begin() + axis + k);
     int64_t index = static_cast<int64_t>(in[1].values[ref_ravel(ic, in[1].shape)]);
     if (index < 0) index += xs[axis];
+    MF_CHECK(index >= 0 && index < xs[axis], InvalidArgument, "gather: index out of range");
     std::vector<int64_t> xc(c.begin(), c.begin() + axis);
     xc.push_back(index);
     xc.insert(xc.end(), c.begin() + axis + k, c.end());

@@ -302,8 +302,9 @@ std::vector<RefTensor> layer_norm_reference(std::span<const RefTensor> in, const
   if (begin < 0) begin += static_cast<int64_t>(shape.size());
   const double epsilon = std::get<double>(attrs.at("epsilon"));
   const int64_t width = ir::num_elements(Shape(shape.begin() + begin, shape.end()));
-  const int64_t rows = ir::num_elements(shape) / width;
   RefTensor out = in[0];
+  if (width == 0) return {out};  // nothing to normalize: an empty result
+  const int64_t rows = ir::num_elements(shape) / width;
   for (int64_t r = 0; r < rows; ++r) {
     double mean = 0, var = 0;
     for (int64_t i = 0; i < width; ++i) mean += in[0].values[r * width + i];

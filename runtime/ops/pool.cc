@@ -52,6 +52,9 @@ std::vector<TensorType> infer_pool(std::string_view op, std::span<const TensorTy
   check_nchw(op, in[0]);
   const bool last = channels_last(op, attrs);
   const Shape xs = nchw_sizes(in[0].shape, last);
+  // As PyTorch: only the batch and the channels may be empty; an empty plane has no window.
+  MF_CHECK(xs[2] > 0 && xs[3] > 0, InvalidArgument, op, ": x ", ir::shape_to_string(in[0].shape),
+           " has an empty plane (height or width 0); only the batch or channels may be 0");
   const Window w = pool_window(op, xs, attrs);
   return {{in[0].dtype, in_format({xs[0], xs[1], w.oh, w.ow}, last)}};
 }
@@ -336,6 +339,12 @@ const ir::OpRegistration kGlobalAvgPool =
           MF_CHECK(in[0].shape.size() >= 3, InvalidArgument,
                    "global_avg_pool: x must be (N, C, spatial...) with rank >= 3, got ",
                    ir::shape_to_string(in[0].shape));
+          // The mean of an empty plane is undefined: only the batch or channels may be 0.
+          for (size_t d = 2; d < in[0].shape.size(); ++d) {
+            MF_CHECK(in[0].shape[d] > 0, InvalidArgument, "global_avg_pool: x ",
+                     ir::shape_to_string(in[0].shape),
+                     " has an empty spatial dimension; only the batch or channels may be 0");
+          }
           Shape out = in[0].shape;
           std::fill(out.begin() + 2, out.end(), 1);
           return std::vector<TensorType>{{in[0].dtype, out}};
@@ -366,7 +375,9 @@ const ir::OpRegistration kGlobalAvgPool =
           Shape out_shape = xs;
           std::fill(out_shape.begin() + 2, out_shape.end(), 1);
           RefTensor out = ref_tensor(out_shape);
-          const int64_t size = ir::num_elements(xs) / (xs[0] * xs[1]);
+          // Spatial sizes are never 0 (inference); the batch or channels may be.
+          int64_t size = 1;
+          for (size_t d = 2; d < xs.size(); ++d) size *= xs[d];
           for (int64_t p = 0; p < xs[0] * xs[1]; ++p) {
             double sum = 0;
             for (int64_t i = 0; i < size; ++i) sum += in[0].values[p * size + i];

@@ -298,6 +298,9 @@ const ir::OpRegistration kBroadcastTo =
             {f32({2, 1}), {{"shape", std::vector<int64_t>{4, 2, 5}}}},
             {f32({}), {{"shape", std::vector<int64_t>{3, 2}}}},
             {f32({2, 3}), {{"shape", std::vector<int64_t>{2, 3}}}},
+            // Broadcast to an empty shape, and an empty x broadcast along a new axis.
+            {f32({1, 3}), {{"shape", std::vector<int64_t>{0, 3}}}},
+            {f32({1, 0}), {{"shape", std::vector<int64_t>{4, 0}}}},
         }))
         .doc("numpy broadcast of x to shape");
 

@@ -68,6 +68,21 @@ const ir::ElementwiseMath kGeluErfMath = make_math<1, float, double>([](const au
   using T = scalar_of<decltype(x)>;
   return T(0.5) * x * (T(1) + (x * T(kInvSqrt2)).erf());
 });
+// sign: -1, 0 or 1 by comparisons (NaN compares false both ways and stays NaN), element by element.
+const ir::ElementwiseMath kSignMath =
+    make_math<1, float, double, int32_t, int64_t>([](const auto& x) {
+      using T = scalar_of<decltype(x)>;
+      return x.unaryExpr([](T v) {
+        return v > T(0) ? T(1) : v < T(0) ? T(-1) : v == T(0) ? T(0) : v;
+      });
+    });
+const ir::ElementwiseMath kFloorMath =
+    make_math<1, float, double>([](const auto& x) { return x.floor(); });
+const ir::ElementwiseMath kCeilMath =
+    make_math<1, float, double>([](const auto& x) { return x.ceil(); });
+// rint rounds in the current rounding mode: to nearest, halves to even (nothing here changes it).
+const ir::ElementwiseMath kRoundMath =
+    make_math<1, float, double>([](const auto& x) { return x.rint(); });
 
 // Expanders: each mirrors its functor above operation by operation (same operands, same order), so
 // the basic ops compute the same bits and are always exact.
@@ -163,6 +178,31 @@ const ir::OpRegistration kGeluErf =
         [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); },
         "GELU, exact form: 0.5 x (1 + erf(x / sqrt 2))", Trait::kComposite)
         .expander(expand_gelu_erf);
+const ir::OpRegistration kSign = declare(
+    "sign", kSignMath,
+    [](double x) {
+      if (x > 0) return 1.0;
+      if (x < 0) return -1.0;
+      return x == 0 ? 0.0 : x;  // NaN stays NaN
+    },
+    "sign of x: -1, 0 or 1 (NaN stays NaN)");
+// Wider samples than [-2, 2], so floor, ceil and round cross several integers.
+const ir::OpRegistration kFloor = declare(
+    "floor", kFloorMath, [](double x) { return std::floor(x); }, "largest integer <= x",
+    Trait::kNone, -4.0, 4.0);
+const ir::OpRegistration kCeil = declare(
+    "ceil", kCeilMath, [](double x) { return std::ceil(x); }, "smallest integer >= x", Trait::kNone,
+    -4.0, 4.0);
+const ir::OpRegistration kRound = declare(
+    "round", kRoundMath,
+    [](double x) {
+      // Halves go to the even neighbour; x - floor(x) is exact for every float.
+      const double below = std::floor(x), fraction = x - below;
+      if (fraction != 0.5) return fraction < 0.5 ? below : below + 1;
+      return std::fmod(below, 2.0) == 0 ? below : below + 1;
+    },
+    "x rounded to the nearest integer, halves to the even one (numpy's round, ONNX Round)",
+    Trait::kNone, -4.0, 4.0);
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -12,6 +12,7 @@ namespace mf::context {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 Policy policy_with(const Json& change, std::optional<JitLevel> network = {}, int cores = 8) {
   set(change);
@@ -71,12 +72,23 @@ TEST_F(ContextTest, NetworkJitConfigBeatsTheGlobalOne) {
   EXPECT_EQ(derive_policy(snapshot(), JitLevel::kO0).jit_level.value, JitLevel::kO0);
 }
 
+// MindSpore never sinks a jit region of a PYNATIVE run: O2 there is O0, with MindSpore's words.
+TEST_F(ContextTest, InPynativeAJitRegionAskedForO2RunsAtO0) {
+  const Policy p = policy_with({{"mode", 1}, {"jit_config.jit_level", "O2"}});
+  EXPECT_EQ(p.jit_level.value, JitLevel::kO0);
+  EXPECT_EQ(p.executor.value, Executor::kKernelByKernel);
+  EXPECT_THAT(p.jit_level.reason,
+              HasSubstr("Pynative mode can not set jit_level to O2, use O0 instead"));
+  EXPECT_EQ(policy_with({{"mode", 0}, {"jit_config.jit_level", "O2"}}).jit_level.value,
+            JitLevel::kO2);
+}
+
 // In PYNATIVE_MODE the compile settings apply to jit-compiled cells and functions, and explain
 // says so instead of reporting them active for the op-by-op code.
 TEST_F(ContextTest, InPynativeCompileSettingsApplyToJitCompiledPartsOnly) {
-  const Policy p = policy_with({{"mode", 1}, {"jit_config.jit_level", "O2"}});
-  EXPECT_EQ(p.jit_level.value, JitLevel::kO2);
-  EXPECT_EQ(p.executor.value, Executor::kSink);
+  const Policy p = policy_with({{"mode", 1}, {"jit_config.jit_level", "O1"}});
+  EXPECT_EQ(p.jit_level.value, JitLevel::kO1);
+  EXPECT_EQ(p.executor.value, Executor::kKernelByKernel);
   for (const std::string* reason :
        {&p.jit_level.reason, &p.executor.reason, &p.fusion_level.reason, &p.dump_level.reason,
         &p.compile_cache.reason, &p.precompile_only.reason}) {
@@ -220,6 +232,12 @@ TEST_F(ContextTest, MemoryDecisions) {
   p = policy_with({{"max_device_memory", "1.5GB"}, {"mempool_block_size", "2GB"}});
   EXPECT_EQ(p.mempool_block_bytes.value, 3ull << 29);
   EXPECT_THAT(p.mempool_block_bytes.reason, HasSubstr("is larger than max_device_memory='1.5GB'"));
+  // Set away from their defaults, the device keys say that here they act on the CPU pool.
+  EXPECT_THAT(p.max_device_memory_bytes.reason,
+              HasSubstr("a GPU/Ascend key in MindSpore, ignored there on CPU"));
+  reset();
+  p = policy_with(Json::object());
+  EXPECT_THAT(p.max_device_memory_bytes.reason, Not(HasSubstr("GPU/Ascend key")));
 }
 
 TEST_F(ContextTest, EnvConfigDrivesMemoryReuseAndRdr) {

@@ -37,6 +37,12 @@ TEST_F(ReplacementApiTest, EachFunctionSetsItsKeyAndExplainNamesIt) {
   EXPECT_EQ(get("max_device_memory"), "8GB");
   EXPECT_EQ(get("memory_optimize_level"), "O1");
   EXPECT_EQ(set_by("max_device_memory"), "set by runtime.set_memory()");
+  // Arguments left out take MindSpore's defaults again, not the values of the last call.
+  context::runtime::set_memory("1GB", "", "", "", "1GB");
+  EXPECT_EQ(get("mempool_block_size"), "2GB");
+  EXPECT_EQ(get("max_device_memory"), "1024GB");
+  EXPECT_EQ(get("memory_optimize_level"), "O0");
+  context::runtime::set_memory("1GB", "2GB", "8GB", "O1");
   context::runtime::launch_blocking();
   EXPECT_EQ(get("pynative_synchronize"), true);
   context::runtime::dispatch_threads_num(2);
@@ -57,6 +63,8 @@ TEST_F(ReplacementApiTest, BadValuesFailAsSetContextWouldAndChangeNothing) {
   EXPECT_THAT(error_message([] { context::runtime::set_memory("", "", "0.5XB"); }),
               HasSubstr("max_device_memory"));
   EXPECT_THAT(error_message([] { context::runtime::set_memory("lots"); }), HasSubstr("init_size"));
+  EXPECT_THAT(error_message([] { context::runtime::set_memory("1GB", "", "", "", "huge"); }),
+              HasSubstr("huge_page_reserve_size"));
   EXPECT_THAT(error_message([] { context::runtime::set_memory("", "1GB", "", "O3"); }),
               HasSubstr("memory_optimize_level"));
   EXPECT_EQ(get("mempool_block_size"), "1GB");  // the whole call failed
@@ -95,15 +103,31 @@ TEST_F(ReplacementApiTest, SaveGraphsVariablesWinOverSetContextAsInMindSpore) {
   EXPECT_EQ(get("save_graphs"), 0);
 }
 
-TEST_F(ReplacementApiTest, CompileCacheVariablesYieldToSetContextAsInMindSpore) {
+// MindSpore ORs MS_COMPILER_CACHE_ENABLE=1 with enable_compile_cache (set_context cannot turn the
+// cache off then); the path and MS_COMPILER_CACHE_ENABLE=0 yield to set_context.
+TEST_F(ReplacementApiTest, CompileCacheVariablesAsInMindSpore) {
   configure_from_environment(environment(
       {{"MS_COMPILER_CACHE_ENABLE", "1"}, {"MS_COMPILER_CACHE_PATH", "/tmp/env_cache"}}));
   EXPECT_EQ(get("enable_compile_cache"), true);
   EXPECT_EQ(get("compile_cache_path"), "/tmp/env_cache");
   EXPECT_EQ(set_by("compile_cache_path"), "set by MS_COMPILER_CACHE_PATH (environment variable)");
   set({{"enable_compile_cache", false}, {"compile_cache_path", "./mine"}});
-  EXPECT_EQ(get("enable_compile_cache"), false);
+  EXPECT_EQ(get("enable_compile_cache"), true);
   EXPECT_EQ(get("compile_cache_path"), "./mine");
+  configure_from_environment(environment({{"MS_COMPILER_CACHE_ENABLE", "0"}}));
+  EXPECT_EQ(get("enable_compile_cache"), false);
+  set({{"enable_compile_cache", true}});
+  EXPECT_EQ(get("enable_compile_cache"), true);
+}
+
+TEST_F(ReplacementApiTest, GraphKernelFlagsVariableWinsOverSetContext) {
+  configure_from_environment(environment({{"MS_DEV_GRAPH_KERNEL_FLAGS", "--opt_level=3"}}));
+  set({{"graph_kernel_flags", "--opt_level=1"}});
+  EXPECT_EQ(get("graph_kernel_flags"), "--opt_level=3");
+  EXPECT_EQ(derive_policy(snapshot()).fusion_level.value, 3);
+  configure_from_environment(environment({}));
+  set({{"graph_kernel_flags", "--opt_level=1"}});
+  EXPECT_EQ(get("graph_kernel_flags"), "--opt_level=1");
 }
 
 TEST_F(ReplacementApiTest, BadEnvironmentValuesNameTheVariable) {

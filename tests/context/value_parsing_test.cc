@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "context/context.h"
+#include "context/policy.h"
 #include "tests/context/context_fixture.h"
 
 namespace mf::context {
@@ -126,10 +127,13 @@ TEST_F(ContextTest, DictSubKeysAreChecked) {
 }
 
 TEST_F(ContextTest, GraphKernelFlagsAreValidatedAtSet) {
-  EXPECT_EQ(set_error({{"graph_kernel_flags", "--opt_level=5"}}),
+  EXPECT_EQ(set_error({{"graph_kernel_flags", "--opt_level=high"}}),
             "For 'context.set_context', the value of 'graph_kernel_flags' is invalid: "
-            "graph_kernel_flags: '--opt_level=5' needs an integer in [0, 3], for example "
+            "graph_kernel_flags: '--opt_level=high' needs an integer in [0, 3], for example "
             "--opt_level=2");
+  // MindSpore clamps a level above 3 (with a warning) instead of refusing it.
+  set({{"graph_kernel_flags", "--opt_level=5"}});
+  EXPECT_EQ(derive_policy(snapshot()).fusion_level.value, 3);
   set({{"graph_kernel_flags", "--opt_level=1 --dump_as_text"}});
   EXPECT_EQ(get("graph_kernel_flags"), "--opt_level=1 --dump_as_text");
 }

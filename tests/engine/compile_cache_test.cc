@@ -462,7 +462,7 @@ TEST_F(CompileCacheTest, CompileRelevantContextKeysFlipAHitIntoAMiss) {
       {{{"jit_config", {{"jit_level", "O1"}}}}, "policy.jit_level O0 -> O1"},
       {{{"memory_optimize_level", "O1"}}, "policy.memory_optimize_level O0 -> O1"},
       {{{"reserve_class_name_in_scope", false}}, "reserve_class_name_in_scope"},
-      {{{"graph_kernel_flags", "--opt_level=2"}}, "graph_kernel_flags"},
+      {{{"graph_kernel_flags", "--opt_level=2"}}, "policy.fusion_flags"},
       {{{"enable_graph_kernel", true}}, "enable_graph_kernel"},
   };
   use_cache();

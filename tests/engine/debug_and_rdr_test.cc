@@ -177,6 +177,31 @@ TEST_F(DebugAndRdrTest, APynativeFailureWritesTheLastOpsQueuedAndRun) {
   }
 }
 
+// The failing op comes first and is kept however many ops were queued behind it; the ops before
+// it are listed as run, those after it as dropped.
+TEST_F(DebugAndRdrTest, APynativeReportListsTheFailingOpFirstThenWhatRanThenWhatWasDropped) {
+  context::set({{"mode", "PYNATIVE_MODE"},
+                {"pynative_synchronize", false},
+                {"env_config_path", rdr_config()}});
+  Tensor y = ops::relu(Tensor::ones({4, 3}));
+  y.sync();
+  Tensor bad = ops::call("gather", {y, Tensor::from_vector<int64_t>({1000000}, {1})},
+                         {{"axis", int64_t{0}}})[0];
+  // Far more ops behind the failure than the recorder's window holds.
+  for (int i = 0; i < 40; ++i) bad = ops::neg(bad);
+  EXPECT_THROW(bad.sync(), Error);
+  const auto reports = files_in(dir_ / "rdr", "rdr_pynative_");
+  ASSERT_EQ(reports.size(), 1u);
+  const std::string report = slurp(reports[0]);
+  const size_t failed = report.find("  failed  gather");
+  const size_t dropped = report.find("  dropped  neg");
+  ASSERT_NE(failed, std::string::npos) << report;
+  ASSERT_NE(dropped, std::string::npos) << report;
+  EXPECT_LT(failed, dropped) << report;
+  EXPECT_EQ(report.find("run (or failed)"), std::string::npos) << report;
+  EXPECT_EQ(report.find("  ran  neg"), std::string::npos) << report;
+}
+
 TEST_F(DebugAndRdrTest, NoRecorderNoReport) {
   context::set({{"pynative_synchronize", true}});
   EXPECT_THROW(ops::call("gather", {Tensor::ones({2, 2}), Tensor::from_vector<int64_t>({9}, {1})},

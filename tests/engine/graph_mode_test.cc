@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "engine/engine_state.h"
 #include "engine/graph/control_flow.h"
 #include "engine/graph/graph_mode.h"
 #include "engine/graph/jit.h"
@@ -60,6 +61,19 @@ TEST_P(ModesAgreeTest, GraphEqualsPynativeBitForBit) {
       ((c.net == "elementwise" || c.net == "clamp_chain") && c.jit_level != "O0");
   const bool arena = c.memory_level == "O1" && !no_intermediates;
   EXPECT_EQ(graph.report.memory_regime, arena ? "planned arena" : "pooled, freed after last use");
+  // `mf context explain` says what this run did: its executor line names the executor and the
+  // memory the run used, at every executor x memory level.
+  context::set({{"mode", "GRAPH_MODE"},
+                {"jit_config", {{"jit_level", c.jit_level}}},
+                {"memory_optimize_level", c.memory_level}});
+  const std::string explained = engine::current_policy()->executor.reason;
+  EXPECT_NE(explained.find(graph.report.executor), std::string::npos) << explained;
+  EXPECT_NE(explained.find(c.memory_level == "O1" ? "one arena" : "from the pool"),
+            std::string::npos)
+      << explained;
+  EXPECT_EQ(explained.find(c.memory_level == "O1" ? "from the pool" : "one arena"),
+            std::string::npos)
+      << explained;
   const std::string diff = testing::first_byte_difference(graph.outputs, eager.outputs);
   EXPECT_EQ(diff, "") << c.net;
 }

@@ -69,8 +69,11 @@ TEST_P(JitInPynativeTest, SameBitsAsPynativeAndGraphAtEveryJitLevel) {
         EXPECT_TRUE(report.compiled);
         EXPECT_TRUE(report.jit_region);
         EXPECT_TRUE(report.ran);
-        EXPECT_EQ(report.jit_level, level);
-        EXPECT_EQ(report.executor, std::string(level) == "O2" ? "SinkExecutor" : "KernelExecutor");
+        // MindSpore downgrades O2 in PYNATIVE mode to O0 ("Pynative mode can not set jit_level
+        // to O2, use O0 instead").
+        const bool o2 = std::string(level) == "O2";
+        EXPECT_EQ(report.jit_level, o2 ? "O0" : level);
+        EXPECT_EQ(report.executor, "KernelExecutor");
       }
       settings["mode"] = "GRAPH_MODE";
       EXPECT_EQ(run_bytes(c.net, settings), reference) << c.net << " GRAPH jit " << level;

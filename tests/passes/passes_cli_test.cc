@@ -36,13 +36,19 @@ TEST(PassesCliTest, PrintsThePipelinePerLevel) {
   EXPECT_EQ(o0.code, 0) << o0.out;
   EXPECT_NE(o0.out.find("infer-shapes"), std::string::npos) << o0.out;
   EXPECT_EQ(o0.out.find("constant-folding"), std::string::npos) << o0.out;
-  MfRun o2 = run_mf("passes --jit O2 --fusion 0");
+  MfRun o2 = run_mf("passes --jit O2 --fusion 0 --set mode=GRAPH_MODE");
   EXPECT_EQ(o2.code, 0) << o2.out;
   EXPECT_NE(o2.out.find("constant-folding                   jit_level O1         simplify"),
             std::string::npos)
       << o2.out;
   EXPECT_NE(o2.out.find("executor SinkExecutor"), std::string::npos) << o2.out;
   EXPECT_NE(o2.out.find("plan-memory"), std::string::npos) << o2.out;
+  // A jit region of a PYNATIVE run is never sunk: O2 there is O0, and the header says why.
+  MfRun pynative = run_mf("passes --jit O2 --fusion 0");
+  EXPECT_EQ(pynative.code, 0) << pynative.out;
+  EXPECT_NE(pynative.out.find("pipeline: jit_level O0"), std::string::npos) << pynative.out;
+  EXPECT_NE(pynative.out.find("asked for O2 run at O0, as in MindSpore"), std::string::npos)
+      << pynative.out;
 }
 
 TEST(PassesCliTest, UnknownPassIsAUserError) {

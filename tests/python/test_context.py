@@ -114,3 +114,57 @@ def test_warnings_as_errors_raise_at_the_call(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "raised:" in result.stdout and "enable_reduce_precision" in result.stdout
     assert "still usable" in result.stdout
+
+
+def test_import_reads_mindsporess_environment_variables(tmp_path):
+    # MindSpore 2.6 moves users to these variables: `import modeflow` reads them as `mf` does. The
+    # dump variables, the graph-kernel flags and MS_COMPILER_CACHE_ENABLE=1 win over a later
+    # set_context (which warns and keeps them); the cache path stays below it.
+    result = run_python("""
+        import json, os, warnings
+        import numpy as np
+        import modeflow as ms
+        warnings.simplefilter("ignore")
+        ms.set_context(save_graphs=0, graph_kernel_flags="--opt_level=1",
+                       enable_compile_cache=False)
+        ms.set_context(mode=ms.GRAPH_MODE)
+        net = ms.models.load("mlp")
+        net(ms.models.make_input("mlp"))
+        print(json.dumps({
+            "save_graphs": ms.get_context("save_graphs"),
+            "save_graphs_path": ms.get_context("save_graphs_path"),
+            "graph_kernel_flags": ms.get_context("graph_kernel_flags"),
+            "enable_compile_cache": ms.get_context("enable_compile_cache"),
+            "compile_cache_path": ms.get_context("compile_cache_path"),
+            "dumped": sorted(os.listdir("x"))[:1] != [],
+        }))
+    """, cwd=tmp_path, env={"MS_DEV_SAVE_GRAPHS": "2", "MS_DEV_SAVE_GRAPHS_PATH": "./x",
+                            "MS_DEV_GRAPH_KERNEL_FLAGS": "--opt_level=3",
+                            "MS_COMPILER_CACHE_ENABLE": "1", "MS_COMPILER_CACHE_PATH": "./cc"})
+    assert result.returncode == 0, result.stderr
+    got = json.loads(result.stdout)
+    assert got["save_graphs"] == 2
+    assert got["save_graphs_path"] == "./x"
+    assert got["graph_kernel_flags"] == "--opt_level=3"
+    assert got["enable_compile_cache"] is True
+    assert got["compile_cache_path"] == "./cc"
+    assert got["dumped"]
+
+
+def test_a_bad_environment_variable_is_an_error_at_import(tmp_path):
+    result = run_python("import modeflow", cwd=tmp_path, env={"MS_DEV_SAVE_GRAPHS": "7"})
+    assert result.returncode != 0
+    assert "MS_DEV_SAVE_GRAPHS='7' is not valid" in result.stderr
+
+
+def test_syntax_and_debug_levels_take_mindspores_integer_constants():
+    ms.set_context(jit_syntax_level=ms.STRICT)
+    assert ms.get_context("jit_syntax_level") == "STRICT"
+    ms.set_context(jit_syntax_level=ms.LAX, debug_level=ms.context.DEBUG)
+    assert ms.get_context("jit_syntax_level") == "LAX"
+    assert ms.get_context("debug_level") == "DEBUG"
+    ms.set_context(debug_level=ms.context.RELEASE, jit_syntax_level="COMPATIBLE")
+    assert ms.get_context("debug_level") == "RELEASE"
+    assert (ms.STRICT, ms.COMPATIBLE, ms.LAX) == (0, 1, 2)
+    with pytest.raises(ValueError, match="or its integer 0 to 2"):
+        ms.set_context(jit_syntax_level=3)

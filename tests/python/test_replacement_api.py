@@ -18,9 +18,14 @@ def test_each_function_sets_its_set_context_key():
     assert ms.get_context("deterministic") == "ON"
     ms.set_recursion_limit(321)
     assert ms.get_context("max_call_depth") == 321
-    ms.runtime.set_memory(max_size="2GB", optimize_level="O1")
+    ms.runtime.set_memory(max_size="2GB", optimize_level="O1", huge_page_reserve_size="1GB")
     assert ms.get_context("max_device_memory") == "2GB"
     assert ms.get_context("memory_optimize_level") == "O1"
+    assert ms.get_context("mempool_block_size") == "2GB"
+    ms.runtime.set_memory(increase_size="4GB")  # the others back to MindSpore's defaults
+    assert ms.get_context("max_device_memory") == "1024GB"
+    assert ms.get_context("memory_optimize_level") == "O0"
+    assert ms.get_context("mempool_block_size") == "4GB"
     ms.runtime.launch_blocking()
     assert ms.get_context("pynative_synchronize") is True
     ms.runtime.dispatch_threads_num(3)

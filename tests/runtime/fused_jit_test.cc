@@ -18,7 +18,6 @@
 #include "ir/printer.h"
 #include "runtime/fused_kernel.h"
 #include "runtime/parallel.h"
-#include "tests/skip_unless.h"
 
 namespace mf::runtime {
 namespace {
@@ -165,7 +164,7 @@ void expect_same_bits(const Buffers& a, const Buffers& b, const std::string& wha
 }
 
 TEST(FusedJitTest, RandomBodiesGiveTheEvaluatorsBits) {
-  MF_SKIP_UNLESS(generator_available(), "no code generator in this build or on this CPU");
+  if (!generator_available()) GTEST_SKIP() << "no code generator in this build or on this CPU";
   JitSwitch restore;
   int bodies = 0;
   for (int64_t n : {1, 15, 16, 17, 33, 100, 1000, 70001}) {
@@ -192,7 +191,7 @@ TEST(FusedJitTest, RandomBodiesGiveTheEvaluatorsBits) {
 // Outputs of 8 MiB and more leave whole packets with streaming stores when every output of a chunk
 // starts 64-byte aligned, and with plain stores when not: the same bits either way.
 TEST(FusedJitTest, LargeOutputsStreamedOrNotGiveTheEvaluatorsBits) {
-  MF_SKIP_UNLESS(generator_available(), "no code generator in this build or on this CPU");
+  if (!generator_available()) GTEST_SKIP() << "no code generator in this build or on this CPU";
   JitSwitch restore;
   const int64_t n = 2 * 1024 * 1024 + 37;
   for (uint32_t seed : {3u, 8u}) {
@@ -213,7 +212,7 @@ TEST(FusedJitTest, LargeOutputsStreamedOrNotGiveTheEvaluatorsBits) {
 // An output may be given the memory of a full input (the memory planner's in-place reuse): each
 // packet reads all its inputs before it stores.
 TEST(FusedJitTest, AnOutputInAnInputsMemoryReadsBeforeItWrites) {
-  MF_SKIP_UNLESS(generator_available(), "no code generator in this build or on this CPU");
+  if (!generator_available()) GTEST_SKIP() << "no code generator in this build or on this CPU";
   JitSwitch restore;
   const int64_t n = 1037;
   Graph body("body");

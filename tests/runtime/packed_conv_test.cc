@@ -14,7 +14,6 @@
 #include "runtime/kernels/conv_layout.h"
 #include "runtime/kernels/packed_conv.h"
 #include "tests/runtime/ops_test_util.h"
-#include "tests/skip_unless.h"
 
 namespace mf::runtime::ops {
 namespace {
@@ -58,7 +57,7 @@ TEST(PackedConv, TakesConvolutionsWhoseWeightsOutweighTheirPlane) {
 // several blocks of k, a tap's channels split across blocks, stride, dilation, asymmetric padding
 // and a batch of two.
 TEST(PackedConv, SamplesCoverIt) {
-  MF_SKIP_UNLESS(packed_conv_available(), "the packed kernel needs an AVX-512 build");
+  if (!packed_conv_available()) GTEST_SKIP() << "the packed kernel needs an AVX-512 CPU and build";
   int packed = 0;
   for (const ir::OpSample& s : ir::get_op("conv2d").samples) {
     ir::Attrs attrs = s.attrs;
@@ -106,6 +105,7 @@ PackedCase channels_last_case(PackedCase c) {
 
 // The layout pass and the eager layouts move a convolution between NCHW and NHWC: same bits.
 TEST(PackedConv, NchwGivesTheBitsOfChannelsLast) {
+  if (!packed_conv_available()) GTEST_SKIP() << "the packed kernel needs an AVX-512 CPU and build";
   const ir::Attrs to_nhwc = {{"perm", std::vector<int64_t>{0, 2, 3, 1}}};
   const ir::Attrs to_nchw = {{"perm", std::vector<int64_t>{0, 3, 1, 2}}};
   for (PackedCase c : packed_cases()) {
@@ -158,7 +158,7 @@ TEST(PackedConv, EveryWayOfGivingTheWeightsGivesTheSameBits) {
 // State prepared for one kernel is never read by the other: a graph compiled while oneDNN was
 // forced and run after (or the reverse) runs the kernel chosen now, with the same bits.
 TEST(PackedConv, StatePreparedForTheOtherKernelIsIgnored) {
-  MF_SKIP_UNLESS(packed_conv_available(), "the packed kernel needs an AVX-512 build");
+  if (!packed_conv_available()) GTEST_SKIP() << "the packed kernel needs an AVX-512 CPU and build";
   PackedCase c = channels_last_case(packed_cases()[0]);
   ir::Attrs& attrs = c.attrs;
   std::vector<HostTensor> in = random_inputs(c.inputs, 13);
@@ -207,7 +207,7 @@ TEST(PackedConv, FusedActivationGivesTheBytesOfTheSeparateOps) {
 // then adds the bias: forcing a oneDNN layout (MF_DNNL_CONV_LAYOUT, for measuring) runs oneDNN and
 // gives the same bits, so this kernel changed no network's results.
 TEST(PackedConv, GivesTheBitsOfOneDnnChannelsLast) {
-  MF_SKIP_UNLESS(packed_conv_available(), "the packed kernel needs an AVX-512 build");
+  if (!packed_conv_available()) GTEST_SKIP() << "the packed kernel needs an AVX-512 CPU and build";
   for (PackedCase c : packed_cases()) {
     std::vector<HostTensor> in = random_inputs(c.inputs, 9);
     for (int threads : {1, 2}) {

@@ -112,11 +112,18 @@ TEST_F(RunCliTest, JitCellsCompileInsidePynative) {
   EXPECT_EQ(sums(jit.out), sums(eager.out));
   const auto scoped = run_mf(
       "run transformer --jit Default/net-Transformer/encoder-TransformerEncoderLayer --set "
-      "jit_config.jit_level=O2" +
+      "jit_config.jit_level=O1" +
       same);
   ASSERT_EQ(scoped.code, 0) << scoped.err;
-  EXPECT_NE(scoped.out.find("jit_level O2, fusion 2, SinkExecutor"), std::string::npos)
+  EXPECT_NE(scoped.out.find("jit_level O1, fusion 2, KernelExecutor"), std::string::npos)
       << scoped.out;
+  // O2 asked for a jit region of a PYNATIVE run: O0, as MindSpore does, with its warning.
+  const auto sunk = run_mf("run transformer --jit encoder --set jit_config.jit_level=O2" + same);
+  ASSERT_EQ(sunk.code, 0) << sunk.err;
+  EXPECT_NE(sunk.out.find("jit_level O0, fusion 0, KernelExecutor"), std::string::npos) << sunk.out;
+  EXPECT_NE(sunk.err.find("Pynative mode can not set jit_level to O2, use O0 instead"),
+            std::string::npos)
+      << sunk.err;
   EXPECT_EQ(sums(scoped.out), sums(eager.out));
 
   const auto unknown = run_mf("run transformer --jit decoder");

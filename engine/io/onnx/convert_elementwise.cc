@@ -2,6 +2,7 @@
 
 #include "engine/io/onnx/importer_impl.h"
 
+#include <limits>
 #include <map>
 #include <string>
 
@@ -13,7 +14,9 @@ void Importer::add_elementwise_converters(ConverterTable& table) {
   add_converters(table, {
                             {"Abs", &Importer::convert_unary},
                             {"Add", &Importer::convert_binary},
+                            {"And", &Importer::convert_binary},
                             {"Cast", &Importer::convert_cast},
+                            {"Ceil", &Importer::convert_unary},
                             {"Clip", &Importer::convert_clip},
                             {"Div", &Importer::convert_binary},
                             {"Dropout", &Importer::convert_dropout},
@@ -21,44 +24,58 @@ void Importer::add_elementwise_converters(ConverterTable& table) {
                             {"Equal", &Importer::convert_binary},
                             {"Erf", &Importer::convert_unary},
                             {"Exp", &Importer::convert_unary},
+                            {"Floor", &Importer::convert_unary},
                             {"Greater", &Importer::convert_binary},
                             {"HardSigmoid", &Importer::convert_hard_sigmoid},
                             {"HardSwish", &Importer::convert_hard_swish},
                             {"Identity", &Importer::convert_identity},
+                            {"IsInf", &Importer::convert_is_inf},
+                            {"IsNaN", &Importer::convert_unary},
                             {"LeakyRelu", &Importer::convert_leaky_relu},
                             {"Less", &Importer::convert_binary},
                             {"Log", &Importer::convert_unary},
                             {"Max", &Importer::convert_variadic},
                             {"Mean", &Importer::convert_variadic},
                             {"Min", &Importer::convert_variadic},
+                            {"Mod", &Importer::convert_mod},
                             {"Mul", &Importer::convert_binary},
                             {"Neg", &Importer::convert_unary},
+                            {"Not", &Importer::convert_unary},
+                            {"Or", &Importer::convert_binary},
                             {"Pow", &Importer::convert_binary},
                             {"PRelu", &Importer::convert_prelu},
                             {"Reciprocal", &Importer::convert_reciprocal},
                             {"Relu", &Importer::convert_unary},
+                            {"Round", &Importer::convert_unary},
+                            {"Selu", &Importer::convert_selu},
                             {"Sigmoid", &Importer::convert_unary},
+                            {"Sign", &Importer::convert_unary},
                             {"Softplus", &Importer::convert_softplus},
+                            {"Softsign", &Importer::convert_softsign},
                             {"Sqrt", &Importer::convert_unary},
                             {"Sub", &Importer::convert_binary},
                             {"Sum", &Importer::convert_variadic},
                             {"Tanh", &Importer::convert_unary},
                             {"Where", &Importer::convert_where},
+                            {"Xor", &Importer::convert_binary},
                         });
 }
 
 void Importer::convert_unary() {
   static const std::map<std::string, std::string, std::less<>> ops = {
-      {"Abs", "abs"},   {"Erf", "erf"},         {"Exp", "exp"},   {"Log", "log"},   {"Neg", "neg"},
-      {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"Sqrt", "sqrt"}, {"Tanh", "tanh"},
+      {"Abs", "abs"},         {"Ceil", "ceil"},   {"Erf", "erf"},     {"Exp", "exp"},
+      {"Floor", "floor"},     {"IsNaN", "isnan"}, {"Log", "log"},     {"Neg", "neg"},
+      {"Not", "logical_not"}, {"Relu", "relu"},   {"Round", "round"}, {"Sigmoid", "sigmoid"},
+      {"Sign", "sign"},       {"Sqrt", "sqrt"},   {"Tanh", "tanh"},
   };
   set_output(0, emit(ops.at(node_->op_type()), {input(0)}));
 }
 
 void Importer::convert_binary() {
   static const std::map<std::string, std::string, std::less<>> ops = {
-      {"Add", "add"}, {"Sub", "sub"},     {"Mul", "mul"},   {"Div", "div"},
-      {"Pow", "pow"}, {"Equal", "equal"}, {"Less", "less"}, {"Greater", "greater"},
+      {"Add", "add"},         {"Sub", "sub"},       {"Mul", "mul"},         {"Div", "div"},
+      {"Pow", "pow"},         {"Equal", "equal"},   {"Less", "less"},       {"Greater", "greater"},
+      {"And", "logical_and"}, {"Or", "logical_or"}, {"Xor", "logical_xor"},
   };
   Value a = input(0), b = input(1);
   if (node_->op_type() == "Pow" && !ir::is_floating(a.type().dtype)) {
@@ -70,7 +87,22 @@ void Importer::convert_binary() {
   if (node_->op_type() == "Pow" && b.type().dtype != a.type().dtype) {
     b = emit("cast", {b}, {{"dtype", a.type().dtype}});
   }
-  set_output(0, emit(ops.at(node_->op_type()), {a, b}));
+  std::string op = ops.at(node_->op_type());
+  // ONNX Div truncates integers toward zero; the registry's div is true division on floats.
+  if (op == "div" && !ir::is_floating(a.type().dtype)) op = "truncate_div";
+  set_output(0, emit(op, {a, b}));
+}
+
+// fmod=1: the remainder has the dividend's sign (C's fmod; the only form ONNX allows on floats);
+// fmod=0: the divisor's sign (Python's %), integers only.
+void Importer::convert_mod() {
+  Value a = input(0), b = input(1);
+  const bool fmod = attr_int("fmod", 0) != 0;
+  if (!fmod && ir::is_floating(a.type().dtype)) {
+    MF_FAIL(InvalidArgument, describe(), ": Mod on ", ir::dtype_name(a.type().dtype),
+            " inputs needs fmod=1 (ONNX defines fmod=0 for integers only); the node is malformed");
+  }
+  set_output(0, emit(fmod ? "truncate_mod" : "floor_mod", {a, b}));
 }
 
 void Importer::convert_variadic() {
@@ -161,6 +193,44 @@ void Importer::convert_softplus() {
   Value x = input(0);
   require_float(x, "x");
   set_output(0, emit("log", {emit("add", {emit("exp", {x}), scalar(1, x.type().dtype)})}));
+}
+
+void Importer::convert_softsign() {
+  Value x = input(0);
+  require_float(x, "x");
+  const Value denominator = emit("add", {emit("abs", {x}), scalar(1, x.type().dtype)});
+  set_output(0, emit("div", {x, denominator}));
+}
+
+// gamma * x for x > 0, gamma * alpha * (exp(x) - 1) otherwise.
+void Importer::convert_selu() {
+  Value x = input(0);
+  require_float(x, "x");
+  const DType t = x.type().dtype;
+  const double alpha = attr_float("alpha", 1.67326319217681884765625);
+  const double gamma = attr_float("gamma", 1.05070102214813232421875);
+  const Value positive = emit("greater", {x, scalar(0, t)});
+  const Value em1 = emit("sub", {emit("exp", {x}), scalar(1, t)});
+  const Value negative_part = emit("mul", {em1, scalar(alpha * gamma, t)});
+  const Value positive_part = emit("mul", {x, scalar(gamma, t)});
+  set_output(0, emit("select", {positive, positive_part, negative_part}));
+}
+
+// One sign only: a comparison with that infinity; neither: all false.
+void Importer::convert_is_inf() {
+  Value x = input(0);
+  require_float(x, "x");
+  const bool positive = attr_int("detect_positive", 1) != 0;
+  const bool negative = attr_int("detect_negative", 1) != 0;
+  const DType t = x.type().dtype;
+  const double inf = std::numeric_limits<double>::infinity();
+  if (positive && negative) {
+    set_output(0, emit("isinf", {x}));
+  } else if (positive || negative) {
+    set_output(0, emit("equal", {x, scalar(positive ? inf : -inf, t)}));
+  } else {
+    set_output(0, emit("broadcast_to", {scalar(0, DType::kBool)}, {{"shape", shape_of(x)}}));
+  }
 }
 
 void Importer::convert_reciprocal() {

@@ -122,6 +122,10 @@ class Importer {
   void convert_hard_sigmoid();
   void convert_hard_swish();
   void convert_softplus();
+  void convert_softsign();
+  void convert_selu();
+  void convert_is_inf();
+  void convert_mod();
   void convert_reciprocal();
   void convert_matmul();
   void convert_gemm();

@@ -280,7 +280,7 @@ JitLevel parse_jit_level(std::string_view text) {
   if (text == "O0") return JitLevel::kO0;
   if (text == "O1") return JitLevel::kO1;
   if (text == "O2") return JitLevel::kO2;
-  MF_FAIL(InvalidArgument, "jit_level '", text, "' is not recognized; use O0, O1 or O2");
+  MF_FAIL(InvalidArgument, "jit_level '", echo(text), "' is not recognized; use O0, O1 or O2");
 }
 
 Policy derive_policy(const Snapshot& snapshot, std::optional<JitLevel> network_jit_level) {

@@ -241,18 +241,21 @@ std::string describe(const Json& value) {
 [[noreturn]] void fail_unknown_key(std::string_view api, const std::vector<KeySpec>& table,
                                    std::string_view key, std::string_view owner) {
   std::string hint;
-  const auto near = closest_keys(table, key);
+  // No key is longer than 64 characters: a longer one has no near neighbour worth the edit
+  // distance (a 10 MiB key took seconds).
+  const auto near = key.size() <= 64 ? closest_keys(table, key) : std::vector<std::string>{};
   for (std::size_t i = 0; i < near.size(); ++i) {
     hint += (i == 0 ? "; did you mean '" : (i + 1 == near.size() ? "' or '" : "', '")) + near[i];
   }
   if (!hint.empty()) hint += "'?";
   if (owner.empty()) {
-    MF_FAIL(InvalidArgument, "For '", api, "', the keyword argument '", key, "' is not recognized",
+    MF_FAIL(InvalidArgument, "For '", api, "', the keyword argument '", echo(key),
+            "' is not recognized",
             hint.empty() ? "; run `mf context list` to see every key" : hint);
   }
   std::string valid;
   for (const auto& spec : table) valid += (valid.empty() ? "" : ", ") + spec.name;
-  MF_FAIL(InvalidArgument, "For '", api, "', '", owner, "' has no sub-key '", key, "'",
+  MF_FAIL(InvalidArgument, "For '", api, "', '", owner, "' has no sub-key '", echo(key), "'",
           hint.empty() ? "" : hint, " (valid sub-keys: ", valid, ")");
 }
 

@@ -290,7 +290,7 @@ def main() -> int:
     ap.add_argument("--nets", default=",".join(NETWORKS),
                     help=f"comma-separated subset of {','.join(NETWORKS)}")
     ap.add_argument("--opset", type=int, default=0,
-                    help="ONNX opset (modeflow reads 11..17; default: min(17, torch's highest))")
+                    help="ONNX opset (modeflow reads 7..18; default: min(17, torch's highest))")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--force", action="store_true", help="export again even if the files exist")
     ap.add_argument("--check", action="store_true",
@@ -299,8 +299,8 @@ def main() -> int:
     args = ap.parse_args()
 
     opset = args.opset or min(17, max_opset())
-    if not 11 <= opset <= 17:
-        print(f"export_models: note: modeflow's importer reads opsets 11..17, not {opset}")
+    if not 7 <= opset <= 18:
+        print(f"export_models: note: modeflow's importer reads opsets 7..18, not {opset}")
     out = args.cache / "models"
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(max(1, os.cpu_count() or 1))

@@ -278,6 +278,26 @@ TEST_F(CompileCacheTest, AStoredPlanThatIsUnsafeForItsGraphIsRefused) {
       << checked[0].problem;
 }
 
+// What the loader would refuse without reading (a FIFO, a directory, a symlink named like an
+// entry) is reported by verify and listed by ls, never skipped as "0 entries checked".
+TEST_F(CompileCacheTest, EntriesThatAreNotRegularFilesAreReported) {
+  fs::create_directories(dir());
+  const fs::path fifo = dir() / ("00000000000000aa" + std::string(engine::kCompileCacheExtension));
+  const fs::path folder =
+      dir() / ("00000000000000bb" + std::string(engine::kCompileCacheExtension));
+  const fs::path link = dir() / ("00000000000000cc" + std::string(engine::kCompileCacheExtension));
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  fs::create_directory(folder);
+  fs::create_symlink("/etc/hostname", link);
+  const CompileCache cache(dir());
+  const auto checked = cache.verify();
+  ASSERT_EQ(checked.size(), 3u);
+  for (const auto& entry : checked) {
+    EXPECT_NE(entry.problem.find("not a regular file"), std::string::npos) << entry.problem;
+  }
+  EXPECT_EQ(cache.list().size(), 3u);
+}
+
 // @count(n) = cond(n < 10, n) then @step(n) = @count(n + 1), else n; main calls @count.
 std::unique_ptr<ir::Graph> recursive_graph() {
   auto g = std::make_unique<ir::Graph>("main");

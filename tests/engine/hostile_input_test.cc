@@ -294,19 +294,22 @@ TEST_F(HostileInputTest, FifosAndDevicesAreRefusedWithoutBlocking) {
                "11 bytes; at most 10 are read");
 }
 
+// Protobuf's wire format, written by hand so a test can write what no writer would.
+std::string varint(uint64_t v) {
+  std::string out;
+  while (v >= 0x80) {
+    out.push_back(char((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(char(v));
+  return out;
+}
+
+std::string field(int number, const std::string& bytes) {
+  return varint(uint64_t(number) << 3 | 2) + varint(bytes.size()) + bytes;
+}
+
 TEST_F(HostileInputTest, PrintFileDeclaringAHugeShapeIsDamage) {
-  auto varint = [](uint64_t v) {
-    std::string out;
-    while (v >= 0x80) {
-      out.push_back(char((v & 0x7f) | 0x80));
-      v >>= 7;
-    }
-    out.push_back(char(v));
-    return out;
-  };
-  auto field = [&](int number, const std::string& bytes) {
-    return varint(uint64_t(number) << 3 | 2) + varint(bytes.size()) + bytes;
-  };
   const std::string header = field(1, "modeflow-print") + varint(2 << 3) + varint(1);
   const std::string tensor =
       field(1, "Float32") + field(2, varint(uint64_t{1} << 62)) + field(3, "");
@@ -315,6 +318,111 @@ TEST_F(HostileInputTest, PrintFileDeclaringAHugeShapeIsDamage) {
   write_bytes(file, varint(header.size()) + header + varint(record.size()) + record);
   expect_error([&] { engine::read_print_file(file); }, ErrorKind::kDataLoss,
                "more than 2^40 elements");
+}
+
+// Length fields are checked against what is left of the file: a header or record length of
+// 2^32 - 1 (which once passed as a negative int) and an overlong varint are damage, not the end.
+TEST_F(HostileInputTest, PrintFileLengthFieldsAreCheckedAgainstTheFile) {
+  const std::string header = field(1, "modeflow-print") + varint(2 << 3) + varint(1);
+  const fs::path file = dir_ / "lengths.pb";
+  write_bytes(file, varint(0xffffffffu) + header);
+  expect_error([&] { engine::read_print_file(file); }, ErrorKind::kDataLoss,
+               "declares 4294967295 bytes but");
+  write_bytes(file, varint(header.size()) + header + varint(0xffffffffu) + "xx");
+  expect_error([&] { engine::read_print_file(file); }, ErrorKind::kDataLoss,
+               "declares 4294967295 bytes but 2 remain");
+  write_bytes(file, varint(header.size()) + header + std::string(11, char(0xff)));
+  expect_error([&] { engine::read_print_file(file); }, ErrorKind::kDataLoss,
+               "its length field is not a valid varint");
+  // A bool element that is neither 0 nor 1 (UBSan: "load of value 2 ... bool").
+  const std::string tensor = field(1, "Bool") + field(2, varint(1)) + field(3, std::string(1, 2));
+  const std::string record = field(2, tensor);
+  write_bytes(file, varint(header.size()) + header + varint(record.size()) + record);
+  expect_error([&] { engine::read_print_file(file); }, ErrorKind::kDataLoss,
+               "bool byte that is neither 0 nor 1");
+}
+
+// An IR file says which graph it runs: two @main blocks, or an entry line naming another graph,
+// are errors, not a silent choice of the first.
+TEST_F(HostileInputTest, IrEntryMustBeUnambiguous) {
+  const std::string block =
+      "subgraph @main(%para1_x: <Tensor[Float32], (2)>) {\n"
+      "  %0 = neg(%para1_x) : (<Tensor[Float32], (2)>) -> (<Tensor[Float32], (2)>)\n"
+      "  Return(%0)\n}\n";
+  expect_error([&] { ir::parse_graph(block + "\n" + block, "twice.ir"); },
+               ErrorKind::kInvalidArgument,
+               "subgraph @main is defined twice (the first @main is the entry)");
+  expect_error([&] { ir::parse_graph("# IR entry: @other\n" + block, "entry.ir"); },
+               ErrorKind::kInvalidArgument,
+               "the entry line names @other but the first subgraph, the one that runs, is @main");
+  EXPECT_NO_THROW(ir::parse_graph("# IR entry: @main\n" + block, "entry.ir"));
+}
+
+// An ONNX node with an input its op does not define (a Relu with two) is malformed, not imported
+// without it.
+TEST_F(HostileInputTest, OnnxNodeWithAnInputItsOpDoesNotTakeIsRefused) {
+  ModelWriter w(13);
+  w.add_input("x", ir::DType::kFloat32, {2});
+  w.add_input("y", ir::DType::kFloat32, {2});
+  w.add_node("Relu", {"x", "y"}, {"z"}, {}, "two_inputs");
+  w.add_output("z");
+  expect_error([&] { onnx::import_onnx_model_from_bytes(w.serialize(), "relu2.onnx"); },
+               ErrorKind::kInvalidArgument, "has 2 inputs, but this op takes at most 1");
+}
+
+// Text from the input is escaped and cut in every message: a control byte or a newline in an ONNX
+// name, a context key or a value never reaches the terminal raw.
+TEST_F(HostileInputTest, EchoedInputIsEscapedAndCut) {
+  ModelWriter w(13);
+  w.add_input("x", ir::DType::kFloat32, {2});
+  w.add_node("No\x1b[31mSuchOp\nline", {"x"}, {"y"}, {}, "node\r\x07");
+  w.add_output("y");
+  const std::string onnx_text =
+      expect_error([&] { onnx::import_onnx_model_from_bytes(w.serialize(), "esc.onnx"); },
+                   ErrorKind::kUnsupported, "No\\x1b[31mSuchOp\\nline");
+  EXPECT_EQ(onnx_text.find('\x1b'), std::string::npos) << onnx_text;
+  EXPECT_EQ(onnx_text.find('\x07'), std::string::npos) << onnx_text;
+  const std::string key_text = expect_error(
+      [] {
+        context::set({{std::string("bad\nkey\x1b") + std::string(100000, 'k'), 1}});
+      },
+      ErrorKind::kInvalidArgument, "more characters)");
+  EXPECT_EQ(key_text.find('\x1b'), std::string::npos);
+  EXPECT_LT(key_text.size(), 2000u);
+  const std::string value_text = expect_error(
+      [] {
+        context::set({{"save_graphs_path", std::string("a\0b", 3)}});
+      },
+      ErrorKind::kInvalidArgument, "without NUL bytes");
+  EXPECT_NE(value_text.find("a\\x00b"), std::string::npos) << value_text;
+}
+
+// fill refuses a value its dtype cannot hold (it once stored INT_MIN silently), and a NaN value
+// is named as such rather than called an incomplete attribute.
+TEST_F(HostileInputTest, FillValuesMustFitTheirDtype) {
+  for (double value : {1e300, 3e9, std::nan("")}) {
+    expect_error(
+        [&] {
+          ops::call(
+              "fill", {},
+              {{"shape", std::vector<int64_t>{2}}, {"value", value}, {"dtype", ir::DType::kInt32}});
+        },
+        ErrorKind::kInvalidArgument, "does not fit dtype Int32");
+  }
+  expect_error(
+      [] {
+        ops::call(
+            "fill", {},
+            {{"shape", std::vector<int64_t>{2}}, {"value", 1e40}, {"dtype", ir::DType::kFloat32}});
+      },
+      ErrorKind::kInvalidArgument, "does not fit dtype Float32");
+  // A NaN float fill is fine, in a graph that verifies.
+  ir::Graph g("nan_fill");
+  g.add_output(g.add_node("fill", {},
+                          {{"shape", std::vector<int64_t>{2}},
+                           {"value", std::nan("")},
+                           {"dtype", ir::DType::kFloat32}}));
+  EXPECT_NO_THROW(ir::verify(g));
 }
 
 TEST_F(HostileInputTest, PrintFilePathOnAFullDeviceIsAnError) {

@@ -120,22 +120,41 @@ void Importer::convert_identity() {
   set_output(0, input(0));
 }
 
+// In inference Dropout is the identity. From opset 12 ratio and training_mode are inputs and a
+// true training_mode is refused; before, ratio is an attribute and nothing selects training
+// (is_test went in opset 7).
 void Importer::convert_dropout() {
-  if (std::optional<HostTensor> training = known(2); training && training->size() == 1) {
-    if (training->at(0) != 0) unsupported("training_mode is true; export the model in eval mode");
-  } else if (has_input(2)) {
-    unsupported("training_mode is not a constant; export the model in eval mode");
+  if (opset_ >= 12) {
+    if (std::optional<HostTensor> training = known(2); training && training->size() == 1) {
+      if (training->at(0) != 0) unsupported("training_mode is true; export the model in eval mode");
+    } else if (has_input(2)) {
+      unsupported("training_mode is not a constant; export the model in eval mode");
+    }
   }
   Value x = input(0);
   set_output(0, x);
   if (output_used(1)) {
-    // In inference the mask keeps everything.
-    set_output(1, emit("broadcast_to", {scalar(1, DType::kBool)}, {{"shape", shape_of(x)}}));
+    // In inference the mask keeps everything: BOOL from opset 10, x's type before.
+    const Value keep = scalar(1, opset_ >= 10 ? DType::kBool : x.type().dtype);
+    set_output(1, emit("broadcast_to", {keep}, {{"shape", shape_of(x)}}));
   }
 }
 
+// From opset 11 the bounds are optional inputs, an absent one leaving its side open. Before, they
+// are float attributes whose defaults are float's range (so an infinity clips to it, as in ONNX
+// Runtime's Clip-6).
 void Importer::convert_clip() {
   Value x = input(0);
+  if (opset_ < 11) {
+    require_float(x, "x");
+    const DType t = x.type().dtype;
+    const Value lo = scalar(attr_float("min", std::numeric_limits<float>::lowest()), t);
+    const Value hi = scalar(attr_float("max", std::numeric_limits<float>::max()), t);
+    set_output(0, emit("clip", {x, lo, hi}));
+    return;
+  }
+  MF_CHECK(!has_attr("min") && !has_attr("max"), InvalidArgument, describe(),
+           ": from opset 11 min and max are inputs 1 and 2, not attributes; the node is malformed");
   // Both bounds: one clip op (one pass op by op); one bound: the op for that side.
   if (has_input(1) && has_input(2)) {
     set_output(0, emit("clip", {x, input(1), input(2)}));

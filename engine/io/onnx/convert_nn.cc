@@ -243,6 +243,9 @@ void Importer::convert_global_pool() {
   set_output(0, emit("reduce_max", {x}, {{"axes", axes}, {"keep_dims", true}}));
 }
 
+// Inference only: training_mode (opset 14) must be 0, and the outputs past Y (the running or saved
+// statistics, whichever the opset names) must be unused. Before opset 9, spatial=0 normalizes each
+// activation on its own: the parameters then have x's shape without the batch axis.
 void Importer::convert_batch_norm() {
   if (attr_int("training_mode", 0) != 0) {
     unsupported("training_mode=1 is not supported; export the model in eval mode");
@@ -250,8 +253,28 @@ void Importer::convert_batch_norm() {
   require_unused_outputs_from(1, "the running statistics outputs exist only in training mode");
   Value x = input(0);
   require_float(x, "x");
-  set_output(0, emit("batch_norm", {x, input(1), input(2), input(3), input(4)},
-                     {{"epsilon", attr_float("epsilon", 1e-5)}}));
+  const DType t = x.type().dtype;
+  std::vector<Value> params = {input(1), input(2), input(3), input(4)};  // scale, B, mean, var
+  for (Value& p : params) {
+    // From opset 15 scale and B, and mean and var, may each have a type of their own.
+    if (p.type().dtype != t) p = emit("cast", {p}, {{"dtype", t}});
+  }
+  const double epsilon = attr_float("epsilon", 1e-5);
+  if (opset_ < 9 && attr_int("spatial", 1) == 0 && rank_of(x) >= 2 && rank_of(params[0]) > 1) {
+    const Shape activation(shape_of(x).begin() + 1, shape_of(x).end());
+    for (Value p : params) {
+      MF_CHECK(shape_of(p) == activation, InvalidArgument, describe(),
+               ": with spatial=0 scale, B, mean and var must have shape ",
+               ir::shape_to_string(activation), " (x ", ir::shape_to_string(shape_of(x)),
+               " without its batch axis), got ", ir::shape_to_string(shape_of(p)));
+    }
+    const Value std_dev = emit("sqrt", {emit("add", {params[3], scalar(epsilon, t)})});
+    const Value normalized = emit("div", {emit("sub", {x, params[2]}), std_dev});
+    set_output(0, emit("add", {emit("mul", {normalized, params[0]}), params[1]}));
+    return;
+  }
+  set_output(0, emit("batch_norm", {x, params[0], params[1], params[2], params[3]},
+                     {{"epsilon", epsilon}}));
 }
 
 void Importer::convert_softmax() {

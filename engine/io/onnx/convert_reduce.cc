@@ -26,14 +26,20 @@ void Importer::add_reduce_converters(ConverterTable& table) {
 void Importer::convert_reduce() {
   const std::string& op = node_->op_type();
   Value x = input(0);
+  // The axes are an attribute until ReduceSum-13 and the others' opset 18, then an optional input
+  // beside noop_with_empty_axes (no axes then mean the identity instead of every axis).
+  const bool axes_are_input = opset_ >= (op == "ReduceSum" ? 13 : 18);
   std::vector<int64_t> axes;
-  if (op == "ReduceSum" && opset_ >= 13) {
+  if (axes_are_input) {
+    MF_CHECK(!has_attr("axes"), InvalidArgument, describe(), ": from opset ",
+             op == "ReduceSum" ? 13 : 18,
+             " axes is input 1, not an attribute; the node is malformed");
     if (has_input(1)) axes = known_ints(1, "axes");
   } else {
     axes = attr_ints("axes", {});
   }
   const bool keep_dims = attr_int("keepdims", 1) != 0;
-  if (axes.empty() && attr_int("noop_with_empty_axes", 0) != 0) {
+  if (axes.empty() && axes_are_input && attr_int("noop_with_empty_axes", 0) != 0) {
     set_output(0, x);
     return;
   }

@@ -78,17 +78,36 @@ void Importer::convert_concat() {
   set_output(0, emit("concat", xs, {{"axis", attr_int("axis", 0)}}));
 }
 
+// The sizes are an attribute before opset 13 and an optional input from 13; opset 18 may give
+// num_outputs instead, whose parts are ceil(dim / n) long with a shorter last one.
 void Importer::convert_split() {
   Value x = input(0);
   const size_t parts = size_t(node_->output_size());
   MF_CHECK(parts >= 1, InvalidArgument, describe(), " has no outputs");
   std::vector<int64_t> sizes;
   if (opset_ >= 13) {
+    MF_CHECK(!has_attr("split"), InvalidArgument, describe(),
+             ": from opset 13 split is input 1, not an attribute; the node is malformed");
     if (has_input(1)) sizes = known_ints(1, "split");
   } else {
     sizes = attr_ints("split", {});
   }
   ir::Attrs attrs = {{"axis", attr_int("axis", 0)}};
+  if (opset_ >= 18 && has_attr("num_outputs")) {
+    const int64_t n = attr_int("num_outputs", 0);
+    MF_CHECK(sizes.empty(), InvalidArgument, describe(),
+             " gives both the split input and num_outputs; ONNX allows one of them");
+    MF_CHECK(n == int64_t(parts), InvalidArgument, describe(), ": num_outputs is ", n,
+             " but the node has ", parts, " outputs");
+    const int64_t dim = shape_of(x)[axis_attr("axis", 0, rank_of(x))];
+    if (dim % n != 0) {
+      const int64_t chunk = dim / n + 1;
+      MF_CHECK(chunk * (n - 1) <= dim, InvalidArgument, describe(), ": an axis of size ", dim,
+               " cannot be split into ", n, " parts of ", chunk, " and a shorter last one");
+      sizes.assign(size_t(n - 1), chunk);
+      sizes.push_back(dim - chunk * (n - 1));
+    }
+  }
   if (sizes.empty()) {
     attrs["num"] = int64_t(parts);
   } else {
@@ -100,16 +119,30 @@ void Importer::convert_split() {
   for (size_t k = 0; k < outs.size(); ++k) set_output(k, outs[k]);
 }
 
+// Before opset 10 starts, ends and axes are attributes and there are no steps; from 10 they are
+// inputs, with steps.
 void Importer::convert_slice() {
   Value x = input(0);
   const int64_t rank = rank_of(x);
-  const std::vector<int64_t> starts = known_ints(1, "starts");
-  const std::vector<int64_t> ends = known_ints(2, "ends");
-  std::vector<int64_t> axes(starts.size());
-  std::iota(axes.begin(), axes.end(), 0);
-  if (has_input(3)) axes = known_ints(3, "axes");
-  std::vector<int64_t> steps(starts.size(), 1);
-  if (has_input(4)) steps = known_ints(4, "steps");
+  std::vector<int64_t> starts, ends, axes, steps;
+  const auto leading_axes = [](size_t n) {
+    std::vector<int64_t> a(n);
+    std::iota(a.begin(), a.end(), 0);
+    return a;
+  };
+  if (opset_ >= 10) {
+    starts = known_ints(1, "starts");
+    ends = known_ints(2, "ends");
+    axes = has_input(3) ? known_ints(3, "axes") : leading_axes(starts.size());
+    steps = has_input(4) ? known_ints(4, "steps") : std::vector<int64_t>(starts.size(), 1);
+  } else {
+    MF_CHECK(has_attr("starts") && has_attr("ends"), InvalidArgument, describe(),
+             " needs the attributes starts and ends (before opset 10 they are not inputs)");
+    starts = attr_ints("starts", {});
+    ends = attr_ints("ends", {});
+    axes = attr_ints("axes", leading_axes(starts.size()));
+    steps.assign(starts.size(), 1);
+  }
   MF_CHECK(
       ends.size() == starts.size() && axes.size() == starts.size() && steps.size() == starts.size(),
       InvalidArgument, describe(), ": starts, ends, axes and steps must have one length");
@@ -132,7 +165,10 @@ void Importer::convert_slice() {
 void Importer::convert_squeeze() {
   Value x = input(0);
   std::vector<int64_t> axes;
+  // An attribute before opset 13, an optional input from 13; none squeezes every 1.
   if (opset_ >= 13) {
+    MF_CHECK(!has_attr("axes"), InvalidArgument, describe(),
+             ": from opset 13 axes is input 1, not an attribute; the node is malformed");
     if (has_input(1)) axes = known_ints(1, "axes");
   } else {
     axes = attr_ints("axes", {});
@@ -142,7 +178,17 @@ void Importer::convert_squeeze() {
 
 void Importer::convert_unsqueeze() {
   Value x = input(0);
-  const std::vector<int64_t> axes = opset_ >= 13 ? known_ints(1, "axes") : attr_ints("axes", {});
+  // A required attribute before opset 13, a required input from 13.
+  std::vector<int64_t> axes;
+  if (opset_ >= 13) {
+    MF_CHECK(!has_attr("axes"), InvalidArgument, describe(),
+             ": from opset 13 axes is input 1, not an attribute; the node is malformed");
+    axes = known_ints(1, "axes");
+  } else {
+    MF_CHECK(has_attr("axes"), InvalidArgument, describe(),
+             " has no axes attribute (an input only from opset 13); the node is malformed");
+    axes = attr_ints("axes", {});
+  }
   const int64_t out_rank = rank_of(x) + int64_t(axes.size());
   std::vector<bool> inserted(out_rank, false);
   for (int64_t a : axes) {

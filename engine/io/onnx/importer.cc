@@ -89,10 +89,16 @@ void Importer::read_opset() {
            " to ", kMaxOpset, ") only");
   MF_CHECK(found, InvalidArgument, source_,
            " imports no opset of the default ONNX domain; it is damaged or not an ONNX model");
-  MF_CHECK(opset_ >= kMinOpset && opset_ <= kMaxOpset, Unsupported, source_, " uses opset ", opset_,
-           " of the default domain, but the importer reads opsets ", kMinOpset, " to ", kMaxOpset,
-           "; re-export with opset_version=", kMaxOpset,
-           " or convert it with onnx.version_converter.convert_version(model, ", kMaxOpset, ")");
+  // Each converter adapts the op versions of opsets kMinOpset..kMaxOpset; outside them an op may
+  // mean something the converters do not know, so the model is refused with the way back in.
+  MF_CHECK(opset_ >= kMinOpset, Unsupported, source_, " uses opset ", opset_,
+           " of the default domain, older than the importer reads (opsets ", kMinOpset, " to ",
+           kMaxOpset, "); re-export it with opset_version between ", kMinOpset, " and ", kMaxOpset,
+           ", or upgrade it with onnx.version_converter.convert_version(model, ", kMaxOpset, ")");
+  MF_CHECK(opset_ <= kMaxOpset, Unsupported, source_, " uses opset ", opset_,
+           " of the default domain, newer than the importer reads (opsets ", kMinOpset, " to ",
+           kMaxOpset, "); re-export it with opset_version=", kMaxOpset,
+           ", or convert it with onnx.version_converter.convert_version(model, ", kMaxOpset, ")");
 }
 
 void Importer::collect_initializers() {
@@ -229,6 +235,7 @@ const Importer::ConverterTable& Importer::converters() {
     add_nn_converters(t);
     add_reduce_converters(t);
     add_shape_converters(t);
+    add_index_converters(t);
     add_constant_converters(t);
     return t;
   }();
@@ -261,7 +268,7 @@ void Importer::convert_node(const NodeProto& node) {
             ") of node ", quoted_name(node.name()), " in ", source_,
             " is not supported by the importer. Supported ops: ", names,
             ". Rewrite the model with supported ops before export, or file an issue asking for ",
-            node.op_type());
+            echo(node.op_type(), 80));
   }
   inputs_consulted_ = 0;
   try {

@@ -1,8 +1,10 @@
 #pragma once
-// ONNX import: an ONNX ModelProto (opsets 11 to 17 of the default domain) becomes an ir::Graph that
+// ONNX import: an ONNX ModelProto (opsets 7 to 18 of the default domain) becomes an ir::Graph that
 // runs op by op or compiled like any other. Initializers become weight parameters whose values come
 // with the import; graph inputs become plain parameters; Constant nodes and everything computable
 // from constants alone (Shape on static shapes, Gather on constants, ...) fold into ir constants.
+// Each converter reads its op as the model's opset defines it (Clip's bounds are attributes before
+// 11, ReduceMean's axes an input from 18, ...): within the range, the opset never refuses a model.
 //
 // Never trusts the file: damaged bytes are DataLoss, an inconsistent graph (cycles, undefined
 // inputs, bad attributes) is InvalidArgument, and what is valid ONNX but beyond this importer
@@ -21,9 +23,12 @@
 
 namespace mf::onnx {
 
-// The lowest and highest opset of the default domain ("" / "ai.onnx") the importer reads.
-inline constexpr int64_t kMinOpset = 11;
-inline constexpr int64_t kMaxOpset = 17;
+// The lowest and highest opset of the default domain ("" / "ai.onnx") the importer reads. Below 7
+// the binary ops broadcast by a `broadcast`/`axis` attribute and nodes carry `consumed_inputs`
+// and `is_test`; above 18 the converters have not been checked against the op changes (19:
+// AveragePool's dilations, Cast's saturate, ...).
+inline constexpr int64_t kMinOpset = 7;
+inline constexpr int64_t kMaxOpset = 18;
 
 // One imported model: the graph plus what is needed to run it with the exporter's weights.
 // Feed `weights` (and values for `inputs`) to engine::IrRunner::run by parameter name.

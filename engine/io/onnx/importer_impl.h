@@ -52,6 +52,7 @@ class Importer {
   static void add_reduce_converters(ConverterTable& table);       // convert_reduce.cc
   static void add_shape_converters(ConverterTable& table);        // convert_shape.cc
   static void add_constant_converters(ConverterTable& table);     // convert_constant.cc
+  static void add_index_converters(ConverterTable& table);        // convert_index.cc
 
   void read_opset();
   void collect_initializers();
@@ -152,6 +153,13 @@ class Importer {
   void convert_reduce();
   void convert_cast();
   void convert_where();
+  void convert_arg_extreme();  // ArgMax, ArgMin (convert_index.cc, as the six below)
+  void convert_tile();
+  void convert_range();
+  void convert_cumsum();
+  void convert_trilu();
+  void convert_depth_to_space();
+  void convert_space_to_depth();
 
   Value matmul(Value a, Value b);
   // Window attributes of Conv and the pools for a 2-D op (1-D inputs are lifted to 2-D first).

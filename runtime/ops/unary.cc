@@ -84,6 +84,31 @@ const ir::ElementwiseMath kCeilMath =
 const ir::ElementwiseMath kRoundMath =
     make_math<1, float, double>([](const auto& x) { return x.rint(); });
 
+// Trigonometric and hyperbolic functions: Eigen's functors (packet code where Eigen has it, the
+// same element by element elsewhere), one per op.
+const ir::ElementwiseMath kSinMath =
+    make_math<1, float, double>([](const auto& x) { return x.sin(); });
+const ir::ElementwiseMath kCosMath =
+    make_math<1, float, double>([](const auto& x) { return x.cos(); });
+const ir::ElementwiseMath kTanMath =
+    make_math<1, float, double>([](const auto& x) { return x.tan(); });
+const ir::ElementwiseMath kAsinMath =
+    make_math<1, float, double>([](const auto& x) { return x.asin(); });
+const ir::ElementwiseMath kAcosMath =
+    make_math<1, float, double>([](const auto& x) { return x.acos(); });
+const ir::ElementwiseMath kAtanMath =
+    make_math<1, float, double>([](const auto& x) { return x.atan(); });
+const ir::ElementwiseMath kSinhMath =
+    make_math<1, float, double>([](const auto& x) { return x.sinh(); });
+const ir::ElementwiseMath kCoshMath =
+    make_math<1, float, double>([](const auto& x) { return x.cosh(); });
+const ir::ElementwiseMath kAsinhMath =
+    make_math<1, float, double>([](const auto& x) { return x.asinh(); });
+const ir::ElementwiseMath kAcoshMath =
+    make_math<1, float, double>([](const auto& x) { return x.acosh(); });
+const ir::ElementwiseMath kAtanhMath =
+    make_math<1, float, double>([](const auto& x) { return x.atanh(); });
+
 // Expanders: each mirrors its functor above operation by operation (same operands, same order), so
 // the basic ops compute the same bits and are always exact.
 std::vector<ir::Value> expand_square(ir::Graph& graph, ir::Node& node, bool) {
@@ -203,6 +228,33 @@ const ir::OpRegistration kRound = declare(
     },
     "x rounded to the nearest integer, halves to the even one (numpy's round, ONNX Round)",
     Trait::kNone, -4.0, 4.0);
+
+// Samples stay inside each function's domain: [-0.9, 0.9] for asin, acos and atanh, [1.1, 4] for
+// acosh, [-1.2, 1.2] for tan (away from its poles).
+const ir::OpRegistration kSin = declare(
+    "sin", kSinMath, [](double x) { return std::sin(x); }, "sine");
+const ir::OpRegistration kCos = declare(
+    "cos", kCosMath, [](double x) { return std::cos(x); }, "cosine");
+const ir::OpRegistration kTan = declare(
+    "tan", kTanMath, [](double x) { return std::tan(x); }, "tangent", Trait::kNone, -1.2, 1.2);
+const ir::OpRegistration kAsin = declare(
+    "asin", kAsinMath, [](double x) { return std::asin(x); }, "arcsine", Trait::kNone, -0.9, 0.9);
+const ir::OpRegistration kAcos = declare(
+    "acos", kAcosMath, [](double x) { return std::acos(x); }, "arccosine", Trait::kNone, -0.9, 0.9);
+const ir::OpRegistration kAtan = declare(
+    "atan", kAtanMath, [](double x) { return std::atan(x); }, "arctangent");
+const ir::OpRegistration kSinh = declare(
+    "sinh", kSinhMath, [](double x) { return std::sinh(x); }, "hyperbolic sine");
+const ir::OpRegistration kCosh = declare(
+    "cosh", kCoshMath, [](double x) { return std::cosh(x); }, "hyperbolic cosine");
+const ir::OpRegistration kAsinh = declare(
+    "asinh", kAsinhMath, [](double x) { return std::asinh(x); }, "inverse hyperbolic sine");
+const ir::OpRegistration kAcosh = declare(
+    "acosh", kAcoshMath, [](double x) { return std::acosh(x); }, "inverse hyperbolic cosine",
+    Trait::kNone, 1.1, 4.0);
+const ir::OpRegistration kAtanh = declare(
+    "atanh", kAtanhMath, [](double x) { return std::atanh(x); }, "inverse hyperbolic tangent",
+    Trait::kNone, -0.9, 0.9);
 
 }  // namespace
 }  // namespace mf::runtime::ops

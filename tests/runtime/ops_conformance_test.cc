@@ -156,6 +156,13 @@ int check_sample(const OpDef& op, const ir::OpSample& s, size_t sample, bool may
       expected = op.reference(ref_inputs, attrs);
     } catch (const Error& e) {
       if (!may_refuse || e.kind() != ErrorKind::kInvalidArgument) throw;
+      // A result of no elements is never computed (ir/op_def.cc), so no check on the values
+      // (an index into an empty axis) runs for it: nothing is read or written either way.
+      bool empty_result = !out_types.empty();
+      for (const TensorType& t : out_types) {
+        empty_result = empty_result && ir::num_elements(t.shape) == 0;
+      }
+      if (empty_result) continue;
       std::vector<HostTensor> outputs;
       for (const TensorType& t : out_types) outputs.emplace_back(t);
       std::vector<ir::TensorView> in_views, out_views;

@@ -56,6 +56,17 @@ void Importer::add_elementwise_converters(ConverterTable& table) {
                             {"Sub", &Importer::convert_binary},
                             {"Sum", &Importer::convert_variadic},
                             {"Tanh", &Importer::convert_unary},
+                            {"Sin", &Importer::convert_unary},
+                            {"Cos", &Importer::convert_unary},
+                            {"Tan", &Importer::convert_unary},
+                            {"Asin", &Importer::convert_unary},
+                            {"Acos", &Importer::convert_unary},
+                            {"Atan", &Importer::convert_unary},
+                            {"Sinh", &Importer::convert_unary},
+                            {"Cosh", &Importer::convert_unary},
+                            {"Asinh", &Importer::convert_unary},
+                            {"Acosh", &Importer::convert_unary},
+                            {"Atanh", &Importer::convert_unary},
                             {"Where", &Importer::convert_where},
                             {"Xor", &Importer::convert_binary},
                         });
@@ -66,7 +77,10 @@ void Importer::convert_unary() {
       {"Abs", "abs"},         {"Ceil", "ceil"},   {"Erf", "erf"},     {"Exp", "exp"},
       {"Floor", "floor"},     {"IsNaN", "isnan"}, {"Log", "log"},     {"Neg", "neg"},
       {"Not", "logical_not"}, {"Relu", "relu"},   {"Round", "round"}, {"Sigmoid", "sigmoid"},
-      {"Sign", "sign"},       {"Sqrt", "sqrt"},   {"Tanh", "tanh"},
+      {"Sign", "sign"},       {"Sqrt", "sqrt"},   {"Tanh", "tanh"},   {"Sin", "sin"},
+      {"Cos", "cos"},         {"Tan", "tan"},     {"Asin", "asin"},   {"Acos", "acos"},
+      {"Atan", "atan"},       {"Sinh", "sinh"},   {"Cosh", "cosh"},   {"Asinh", "asinh"},
+      {"Acosh", "acosh"},     {"Atanh", "atanh"},
   };
   set_output(0, emit(ops.at(node_->op_type()), {input(0)}));
 }

@@ -236,6 +236,8 @@ const Importer::ConverterTable& Importer::converters() {
     add_reduce_converters(t);
     add_shape_converters(t);
     add_index_converters(t);
+    add_misc_converters(t);
+    add_resample_converters(t);
     add_constant_converters(t);
     return t;
   }();

@@ -53,6 +53,8 @@ class Importer {
   static void add_shape_converters(ConverterTable& table);        // convert_shape.cc
   static void add_constant_converters(ConverterTable& table);     // convert_constant.cc
   static void add_index_converters(ConverterTable& table);        // convert_index.cc
+  static void add_misc_converters(ConverterTable& table);         // convert_misc.cc
+  static void add_resample_converters(ConverterTable& table);     // convert_resample.cc
 
   void read_opset();
   void collect_initializers();
@@ -160,6 +162,17 @@ class Importer {
   void convert_trilu();
   void convert_depth_to_space();
   void convert_space_to_depth();
+  void convert_gather_elements();  // GatherElements (convert_misc.cc, as the seven below)
+  void convert_gather_nd();
+  void convert_scatter_elements();  // ScatterElements and the older Scatter
+  void convert_scatter_nd();
+  void convert_top_k();
+  void convert_hardmax();
+  void convert_instance_norm();
+  void convert_lrn();
+  void convert_pad();  // Pad, Resize, Upsample (convert_resample.cc)
+  void convert_resize();
+  void convert_upsample();
 
   Value matmul(Value a, Value b);
   // Window attributes of Conv and the pools for a 2-D op (1-D inputs are lifted to 2-D first).

@@ -42,8 +42,8 @@ class Fd {
 };
 
 void check_mode(const std::filesystem::path& path, mode_t mode, std::string_view what) {
-  MF_CHECK(S_ISREG(mode), InvalidArgument, "cannot read ", what, " '", path.string(), "': it is ",
-           file_kind(mode), ", not a regular file");
+  MF_CHECK(S_ISREG(mode), InvalidArgument, "cannot read ", what, " '", echo(path.string()),
+           "': it is ", file_kind(mode), ", not a regular file");
 }
 
 }  // namespace
@@ -60,21 +60,21 @@ std::string read_regular_file(const std::filesystem::path& path, size_t max_byte
   // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.
   Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) {
-    MF_FAIL(NotFound, "cannot read ", what, " '", path.string(), "': ", std::strerror(errno));
+    MF_FAIL(NotFound, "cannot read ", what, " '", echo(path.string()), "': ", std::strerror(errno));
   }
   struct stat st {};
-  MF_CHECK(::fstat(fd.get(), &st) == 0, NotFound, "cannot read ", what, " '", path.string(),
+  MF_CHECK(::fstat(fd.get(), &st) == 0, NotFound, "cannot read ", what, " '", echo(path.string()),
            "': ", std::strerror(errno));
   check_mode(path, st.st_mode, what);
   const auto size = static_cast<uint64_t>(st.st_size);
-  MF_CHECK(size <= max_bytes, InvalidArgument, "cannot read ", what, " '", path.string(),
+  MF_CHECK(size <= max_bytes, InvalidArgument, "cannot read ", what, " '", echo(path.string()),
            "': it is ", size, " bytes; at most ", max_bytes, " are read");
   std::string out(static_cast<size_t>(size), '\0');
   size_t done = 0;
   while (done < out.size()) {
     const ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    MF_CHECK(n >= 0, DataLoss, "reading ", what, " '", path.string(),
+    MF_CHECK(n >= 0, DataLoss, "reading ", what, " '", echo(path.string()),
              "' failed: ", std::strerror(errno));
     if (n == 0) break;  // shrank while reading: take what is there
     done += static_cast<size_t>(n);
@@ -96,30 +96,30 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
   if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     // A device or FIFO named as output (/dev/null, /dev/full, a pipe): written in place, never
     // replaced by a rename; O_NONBLOCK so a FIFO without a reader fails instead of hanging.
-    MF_CHECK(!S_ISDIR(st.st_mode), InvalidArgument, "cannot write ", what, " '", path.string(),
-             "': it is a directory");
+    MF_CHECK(!S_ISDIR(st.st_mode), InvalidArgument, "cannot write ", what, " '",
+             echo(path.string()), "': it is a directory");
     Fd out(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
-    MF_CHECK(out.get() >= 0, InvalidArgument, "cannot write ", what, " '", path.string(),
+    MF_CHECK(out.get() >= 0, InvalidArgument, "cannot write ", what, " '", echo(path.string()),
              "': ", std::strerror(errno));
     size_t done = 0;
     while (done < bytes.size()) {
       const ssize_t n = ::write(out.get(), bytes.data() + done, bytes.size() - done);
       if (n < 0 && errno == EINTR) continue;
-      MF_CHECK(n > 0, InvalidArgument, "cannot write ", what, " '", path.string(),
+      MF_CHECK(n > 0, InvalidArgument, "cannot write ", what, " '", echo(path.string()),
                "': writing failed: ", std::strerror(n < 0 ? errno : ENOSPC));
       done += static_cast<size_t>(n);
     }
     MF_CHECK(::close(out.release()) == 0, InvalidArgument, "cannot write ", what, " '",
-             path.string(), "': closing failed: ", std::strerror(errno));
+             echo(path.string()), "': closing failed: ", std::strerror(errno));
     return;
   }
   const std::filesystem::path tmp = unique_temp_path(path);
   Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  MF_CHECK(fd.get() >= 0, InvalidArgument, "cannot write ", what, " '", path.string(),
+  MF_CHECK(fd.get() >= 0, InvalidArgument, "cannot write ", what, " '", echo(path.string()),
            "': ", std::strerror(errno), " (check that its directory exists and is writable)");
   auto fail = [&](std::string_view step, int err) {
     ::unlink(tmp.c_str());
-    MF_FAIL(InvalidArgument, "cannot write ", what, " '", path.string(), "': ", step,
+    MF_FAIL(InvalidArgument, "cannot write ", what, " '", echo(path.string()), "': ", step,
             " failed: ", std::strerror(err));
   };
   size_t done = 0;

@@ -147,7 +147,7 @@ Json parse_assignments(const std::vector<std::string>& assignments) {
   Json out = Json::object();
   for (const auto& item : assignments) {
     const std::size_t eq = item.find('=');
-    MF_CHECK(eq != std::string::npos && eq > 0, InvalidArgument, "--set '", item,
+    MF_CHECK(eq != std::string::npos && eq > 0, InvalidArgument, "--set '", echo(item),
              "': expected key=value, for example save_graphs=2 or jit_config.jit_level=O1");
     const std::string key = item.substr(0, eq);
     const std::string_view text = std::string_view(item).substr(eq + 1);
@@ -175,7 +175,7 @@ Json parse_assignments(const std::vector<std::string>& assignments) {
       slot[name] = value_from_text(api, *spec, text);
       continue;
     }
-    MF_CHECK(spec->type == ValueType::kDict, InvalidArgument, "--set '", item, "': '", name,
+    MF_CHECK(spec->type == ValueType::kDict, InvalidArgument, "--set '", echo(item), "': '", name,
              "' is a ", type_name(*spec), ", not a dict, so it has no sub-keys");
     const std::string sub_name(rest.substr(dot + 1));
     const KeySpec* sub = find_key(spec->sub_keys, sub_name);

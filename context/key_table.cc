@@ -128,7 +128,9 @@ std::vector<KeySpec> make_context_keys() {
        .example = "print.pb",
        .devices = kAscend,
        .doc = "File that receives Print output; empty prints to the screen (CPU: honoured)",
-       .on_cpu = "the print op appends to this file instead of the screen",
+       .on_cpu =
+           "the print op writes to this file instead of the screen (an existing file is kept: "
+           "a new one, PATH_MILLISECONDS, is written beside it)",
        .check = check_print_file_path},
       {.name = "env_config_path",
        .type = VT::kString,

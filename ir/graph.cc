@@ -318,7 +318,7 @@ void Graph::move_node(Node* node, Node* before) {
 
 void Graph::add_output(Value value, std::string name) {
   check_value(value, "graph output");
-  MF_CHECK(name.empty() || is_valid_ir_name(name), InvalidArgument, "output name '", name,
+  MF_CHECK(name.empty() || is_valid_ir_name(name), InvalidArgument, "output name '", echo(name, 80),
            "' is not valid: use letters, digits, '_' and '.'");
   outputs_.push_back(value);
   output_names_.push_back(std::move(name));
@@ -328,7 +328,7 @@ void Graph::add_output(Value value, std::string name) {
 void Graph::set_output_name(size_t i, std::string name) {
   MF_CHECK(i < outputs_.size(), InvalidArgument, "graph @", name_, " has ", outputs_.size(),
            " outputs; cannot name output ", i);
-  MF_CHECK(name.empty() || is_valid_ir_name(name), InvalidArgument, "output name '", name,
+  MF_CHECK(name.empty() || is_valid_ir_name(name), InvalidArgument, "output name '", echo(name, 80),
            "' is not valid: use letters, digits, '_' and '.'");
   output_names_[i] = std::move(name);
 }

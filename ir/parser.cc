@@ -98,7 +98,7 @@ class Lexer {
 
  private:
   [[noreturn]] void fail(int line, int col, const std::string& message) const {
-    MF_FAIL(InvalidArgument, file_, ":", line, ":", col, ": ", message);
+    MF_FAIL(InvalidArgument, echo(file_), ":", line, ":", col, ": ", echo(message, 400));
   }
 
   char peek(size_t ahead = 0) const {
@@ -342,7 +342,7 @@ class Parser {
  private:
   [[noreturn]] void fail_at(const Token& t, const std::string& message) const {
     // Messages quote the input: cut so a hostile file never makes an error of hundreds of KB.
-    MF_FAIL(InvalidArgument, file_, ":", t.line, ":", t.col, ": ", echo(message, 400));
+    MF_FAIL(InvalidArgument, echo(file_), ":", t.line, ":", t.col, ": ", echo(message, 400));
   }
 
   // Comments are skipped everywhere except where a node's scope/location lines are read.

@@ -214,7 +214,7 @@ class Verifier {
       const std::string& name = attr_string(node.attrs(), attr, node.op());
       const Graph* sub = graph_.resolve_subgraph(name);
       MF_CHECK(sub != nullptr, InvalidArgument, where(node), ": attribute '", attr,
-               "' names subgraph @", name, ", which does not exist");
+               "' names subgraph @", echo(name, 80), ", which does not exist");
       return *sub;
     };
     auto params = [](const Graph& g) {
@@ -276,7 +276,8 @@ class Verifier {
       const auto* target = std::get_if<std::string>(&value);
       if (target == nullptr) continue;
       MF_CHECK(graph_.resolve_subgraph(*target) != nullptr, InvalidArgument, where(node),
-               ": attribute '", name, "' names subgraph @", *target, ", which does not exist");
+               ": attribute '", echo(name, 80), "' names subgraph @", echo(*target, 80),
+               ", which does not exist");
     }
   }
 

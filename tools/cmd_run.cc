@@ -204,7 +204,7 @@ void run(const RunOptions& options) {
   if (!options.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.output_dir, ec);
-    MF_CHECK(!ec, InvalidArgument, "cannot create --output-dir '", options.output_dir,
+    MF_CHECK(!ec, InvalidArgument, "cannot create --output-dir '", echo(options.output_dir),
              "': ", ec.message());
     for (const auto& [name, t] : outputs) {
       const auto file = std::filesystem::path(options.output_dir) / (name + ".npy");

@@ -76,11 +76,11 @@ void Tracer::push_frame(ir::Graph* graph) {
 }
 
 void Tracer::check_depth(std::string_view what) {
-  MF_CHECK(int(frames_.size()) <= max_call_depth_, InvalidArgument, "the call depth of ", what,
-           " exceeds max_call_depth ", max_call_depth_, " at scope ", current_scope(),
-           "; raise max_call_depth (context) or nest fewer cells");
-  MF_CHECK(enough_stack_left(), InvalidArgument, "the call depth of ", what, " (", frames_.size(),
-           ") at scope ", current_scope(), ": ", stack_used_up_message());
+  MF_CHECK(int(frames_.size()) <= max_call_depth_, InvalidArgument, "the call depth of ",
+           echo(what), " exceeds max_call_depth ", max_call_depth_, " at scope ",
+           echo(current_scope()), "; raise max_call_depth (context) or nest fewer cells");
+  MF_CHECK(enough_stack_left(), InvalidArgument, "the call depth of ", echo(what), " (",
+           frames_.size(), ") at scope ", echo(current_scope()), ": ", stack_used_up_message());
 }
 
 std::string Tracer::unique_subgraph_name(std::string base) {

@@ -2,6 +2,7 @@
 // Helpers for the scalar references: plain loops in double precision, kept independent of the
 // kernels (no Eigen, no strided.h) so a bug in one cannot hide in the other.
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -12,6 +13,22 @@
 namespace mf::runtime::ops {
 
 using ir::RefTensor;
+
+// Each of `rows` consecutive rows of `width` values normalized in place to mean 0 and variance 1
+// (the biased variance, plus epsilon under the square root), in double: the normalization ops'
+// references (layer_norm over rows, instance_norm over planes) apply their own scale and shift.
+inline void ref_normalize_rows(std::vector<double>& values, int64_t rows, int64_t width,
+                               double epsilon) {
+  for (int64_t r = 0; r < rows && width > 0; ++r) {
+    double* row = values.data() + r * width;
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < width; ++i) mean += row[i];
+    mean /= width;
+    for (int64_t i = 0; i < width; ++i) var += (row[i] - mean) * (row[i] - mean);
+    var /= width;
+    for (int64_t i = 0; i < width; ++i) row[i] = (row[i] - mean) / std::sqrt(var + epsilon);
+  }
+}
 
 inline RefTensor ref_tensor(ir::Shape shape, double fill = 0.0) {
   RefTensor t;

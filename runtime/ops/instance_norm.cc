@@ -113,20 +113,11 @@ std::vector<RefTensor> instance_norm_reference(std::span<const RefTensor> in, co
   const int64_t width = plane_size(shape);
   const int64_t planes = shape[0] * shape[1];
   RefTensor out = in[0];
+  ref_normalize_rows(out.values, planes, width, epsilon);
   for (int64_t p = 0; p < planes && width > 0; ++p) {
     const int64_t c = p % shape[1];
-    double mean = 0, var = 0;
-    for (int64_t i = 0; i < width; ++i) mean += in[0].values[p * width + i];
-    mean /= width;
     for (int64_t i = 0; i < width; ++i) {
-      const double d = in[0].values[p * width + i] - mean;
-      var += d * d;
-    }
-    var /= width;
-    for (int64_t i = 0; i < width; ++i) {
-      out.values[p * width + i] =
-          (in[0].values[p * width + i] - mean) / std::sqrt(var + epsilon) * in[1].values[c] +
-          in[2].values[c];
+      out.values[p * width + i] = out.values[p * width + i] * in[1].values[c] + in[2].values[c];
     }
   }
   return {out};

@@ -305,19 +305,10 @@ std::vector<RefTensor> layer_norm_reference(std::span<const RefTensor> in, const
   RefTensor out = in[0];
   if (width == 0) return {out};  // nothing to normalize: an empty result
   const int64_t rows = ir::num_elements(shape) / width;
+  ref_normalize_rows(out.values, rows, width, epsilon);
   for (int64_t r = 0; r < rows; ++r) {
-    double mean = 0, var = 0;
-    for (int64_t i = 0; i < width; ++i) mean += in[0].values[r * width + i];
-    mean /= width;
     for (int64_t i = 0; i < width; ++i) {
-      const double d = in[0].values[r * width + i] - mean;
-      var += d * d;
-    }
-    var /= width;
-    for (int64_t i = 0; i < width; ++i) {
-      out.values[r * width + i] =
-          (in[0].values[r * width + i] - mean) / std::sqrt(var + epsilon) * in[1].values[i] +
-          in[2].values[i];
+      out.values[r * width + i] = out.values[r * width + i] * in[1].values[i] + in[2].values[i];
     }
   }
   return {out};

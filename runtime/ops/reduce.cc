@@ -1,4 +1,5 @@
-// reduce_sum, reduce_mean, reduce_max, reduce_min {axes, keep_dims}. Empty axes reduce everything.
+// reduce_sum, reduce_mean, reduce_max, reduce_min, reduce_prod {axes, keep_dims}. Empty axes reduce
+// everything.
 //
 // With `deterministic` every reduction runs in a fixed order that depends only on the shapes (fixed
 // blocks combined in index order), so results are the same for any thread count. Without it, a long
@@ -6,12 +7,17 @@
 // order) is split into one chunk per intra-op thread and the chunks' partial sums added: faster,
 // but the bits follow the thread count (the default, deterministic=OFF).
 // Reduced axes that are not one contiguous block are first moved last by a strided copy.
+//
+// Products follow the same blocking as sums (row_math.h's lanes, tree and segments, written out
+// here as prod_row_fixed). Integer products wrap around (two's complement): they are multiplied as
+// unsigned, so an overflow is defined and the order of the factors cannot change the bits.
 
 #include <Eigen/Core>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
@@ -24,7 +30,7 @@ namespace {
 
 using ir::Trait;
 
-enum class Reduction { kSum, kMean, kMax, kMin };
+enum class Reduction { kSum, kMean, kMax, kMin, kProd };
 
 // Elements per parallel block of a long row: reduce_row_fixed's segments, so a long row reduced
 // block by block in parallel sums in the same order as one reduce_row over it.
@@ -68,12 +74,26 @@ ir::InferFn infer_reduce(std::string op, std::initializer_list<DType> supported)
     }
     const std::vector<bool> reduced = reduced_axes(op, in[0].shape, attrs);
     const bool keep = ir::attr_bool(attrs, "keep_dims", op);
+    // A sum or a product of nothing is its identity (0, 1); a mean, maximum or minimum of nothing
+    // is undefined.
+    const bool has_identity = op == "reduce_sum" || op == "reduce_prod";
     for (size_t d = 0; d < reduced.size(); ++d) {
-      MF_CHECK(!reduced[d] || in[0].shape[d] > 0 || op == "reduce_sum", InvalidArgument, op,
+      MF_CHECK(!reduced[d] || in[0].shape[d] > 0 || has_identity, InvalidArgument, op,
                ": cannot reduce the empty axis ", d, " of ", ir::shape_to_string(in[0].shape));
     }
     return std::vector<TensorType>{{in[0].dtype, reduced_shape(in[0].shape, reduced, keep)}};
   };
+}
+
+// a * b; integers as unsigned, so an overflow wraps instead of being undefined.
+template <typename T>
+T times(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+  } else {
+    return a * b;
+  }
 }
 
 template <Reduction R, typename T>
@@ -82,17 +102,80 @@ T combine(T a, T b) {
     return std::max(a, b);
   } else if constexpr (R == Reduction::kMin) {
     return std::min(a, b);
+  } else if constexpr (R == Reduction::kProd) {
+    return times(a, b);
   } else {
     return a + b;
   }
 }
 
+// The product of 1 <= n <= kReduceSegment elements in reduce_segment_fixed's order: kReduceLanes
+// lanes multiply fixed blocks from the first element (unaligned loads), the lanes combine in a
+// fixed pairwise tree, the tail multiplies in order. Integers wrap, so their order is immaterial.
+template <typename T>
+T prod_segment_fixed(const T* x, int64_t n) {
+  if constexpr (std::is_integral_v<T>) {
+    T result = T(1);
+    for (int64_t i = 0; i < n; ++i) result = times(result, x[i]);
+    return result;
+  } else {
+    using Lanes = Eigen::Array<T, kReduceLanes, 1>;
+    int64_t i = 0;
+    T result = T(1);
+    if (n >= kReduceLanes) {
+      Lanes acc = Eigen::Map<const Lanes>(x);
+      for (i = kReduceLanes; i + kReduceLanes <= n; i += kReduceLanes) {
+        acc *= Eigen::Map<const Lanes>(x + i);
+      }
+      for (int64_t width = kReduceLanes / 2; width >= 1; width /= 2) {
+        for (int64_t l = 0; l < width; ++l) acc[l] *= acc[l + width];
+      }
+      result = acc[0];
+    }
+    for (; i < n; ++i) result *= x[i];
+    return result;
+  }
+}
+
+// A row's product (of none, 1): segments of kReduceSegment combined left to right, as
+// reduce_row_fixed combines a sum's, so the kernel's parallel blocks of one long row agree with it.
+template <typename T>
+T prod_row_fixed(const T* x, int64_t n) {
+  if (n == 0) return T(1);
+  T result = prod_segment_fixed(x, std::min(n, kReduceSegment));
+  for (int64_t s = kReduceSegment; s < n; s += kReduceSegment) {
+    result = times(result, prod_segment_fixed(x + s, std::min(kReduceSegment, n - s)));
+  }
+  return result;
+}
+
 template <Reduction R, typename T>
 T reduce_row(const T* x, int64_t n) {
-  constexpr RowReduction kRow = R == Reduction::kMax   ? RowReduction::kMax
-                                : R == Reduction::kMin ? RowReduction::kMin
-                                                       : RowReduction::kSum;
-  return reduce_row_fixed<kRow>(x, n);
+  if constexpr (R == Reduction::kProd) {
+    return prod_row_fixed(x, n);
+  } else {
+    constexpr RowReduction kRow = R == Reduction::kMax   ? RowReduction::kMax
+                                  : R == Reduction::kMin ? RowReduction::kMin
+                                                         : RowReduction::kSum;
+    return reduce_row_fixed<kRow>(x, n);
+  }
+}
+
+// acc = combine(acc, part) element by element.
+template <Reduction R, typename T>
+void combine_into(Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>& acc,
+                  const Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>& part) {
+  if constexpr (R == Reduction::kMax) {
+    acc = acc.max(part);
+  } else if constexpr (R == Reduction::kMin) {
+    acc = acc.min(part);
+  } else if constexpr (R == Reduction::kProd && std::is_integral_v<T>) {
+    for (Eigen::Index i = 0; i < acc.size(); ++i) acc[i] = times(acc[i], part[i]);
+  } else if constexpr (R == Reduction::kProd) {
+    acc *= part;
+  } else {
+    acc += part;
+  }
 }
 
 template <Reduction R, typename T>
@@ -101,13 +184,7 @@ void accumulate_rows(Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>& acc, const 
   using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
   for (int64_t r = first; r < last; ++r) {
     const Eigen::Map<const Array> row(base + r * inner, width);
-    if constexpr (R == Reduction::kMax) {
-      acc = acc.max(row);
-    } else if constexpr (R == Reduction::kMin) {
-      acc = acc.min(row);
-    } else {
-      acc += row;
-    }
+    combine_into<R, T>(acc, row);
   }
 }
 
@@ -141,13 +218,7 @@ void reduce_columns_split(const T* x, T* y, int64_t outer, int64_t count, int64_
   for (int64_t chunk = 1; chunk < chunks; ++chunk) {
     const Eigen::Map<const Array> part(partial.data() + chunk * outer * inner, outer * inner);
     if (chunk * per >= count) break;
-    if constexpr (R == Reduction::kMax) {
-      out = out.max(part);
-    } else if constexpr (R == Reduction::kMin) {
-      out = out.min(part);
-    } else {
-      out += part;
-    }
+    combine_into<R, T>(out, part);
   }
 }
 
@@ -251,8 +322,8 @@ void reduce_kernel(const ir::KernelContext& ctx) {
       MF_FAIL(Internal, ctx.op_name, ": no kernel for ", ir::dtype_name(in.type.dtype));
     } else {
       T* y = ctx.outputs[0].as<T>();
-      if (count == 0) {
-        std::fill(y, y + ctx.outputs[0].size(), T(0));
+      if (count == 0) {  // the identity: nothing was reduced
+        std::fill(y, y + ctx.outputs[0].size(), T(R == Reduction::kProd ? 1 : 0));
         return;
       }
       constexpr Reduction kCore = R == Reduction::kMean ? Reduction::kSum : R;
@@ -289,7 +360,10 @@ std::vector<RefTensor> reduce_reference(std::span<const RefTensor> in, const Att
   const std::vector<bool> reduced = reduced_axes("reference", shape, attrs);
   const bool keep = std::get<bool>(attrs.at("keep_dims"));
   const Shape kept_shape = reduced_shape(shape, reduced, true);
-  const double init = R == Reduction::kMax ? -INFINITY : R == Reduction::kMin ? INFINITY : 0.0;
+  const double init = R == Reduction::kMax    ? -INFINITY
+                      : R == Reduction::kMin  ? INFINITY
+                      : R == Reduction::kProd ? 1.0
+                                              : 0.0;
   RefTensor acc = ref_tensor(kept_shape, init);
   std::vector<int64_t> counts(acc.values.size(), 0);
   for (int64_t i = 0; i < static_cast<int64_t>(in[0].values.size()); ++i) {
@@ -300,7 +374,10 @@ std::vector<RefTensor> reduce_reference(std::span<const RefTensor> in, const Att
     const int64_t o = ref_ravel(coord, kept_shape);
     const double v = in[0].values[i];
     double& a = acc.values[o];
-    a = R == Reduction::kMax ? std::max(a, v) : R == Reduction::kMin ? std::min(a, v) : a + v;
+    a = R == Reduction::kMax    ? std::max(a, v)
+        : R == Reduction::kMin  ? std::min(a, v)
+        : R == Reduction::kProd ? a * v
+                                : a + v;
     ++counts[o];
   }
   if (R == Reduction::kMean) {
@@ -325,6 +402,25 @@ std::vector<ir::OpSample> reduce_samples() {
       sample({f32({7})}, reduce_attrs({0}, false)),
       sample({f32({})}, reduce_attrs({}, false)),
       sample({f32({100000})}, reduce_attrs({}, false)),  // parallel blocks of one long row
+      sample({f32({3, 1, 5000})}, reduce_attrs({0}, false)),
+  };
+}
+
+// Products grow fast, and an integer product must stay exact in int32 for the reference to hold
+// (integers are drawn from [5 low, 5 high]): up to 8 factors of |x| <= 10, 12 of |x| <= 5, 15 of
+// |x| <= 4, and the long row's factors only -1, 0 and 1.
+std::vector<ir::OpSample> prod_samples() {
+  return {
+      sample({f32({3, 5})}, reduce_attrs({}, false), -0.9, 0.9),
+      sample({f32({3, 5})}, reduce_attrs({1}, false)),
+      sample({f32({3, 5})}, reduce_attrs({0}, true)),
+      sample({f32({2, 3, 4})}, reduce_attrs({-1}, true)),
+      sample({f32({2, 3, 4})}, reduce_attrs({0, 2}, false)),  // non-contiguous axes
+      sample({f32({2, 3, 4, 5})}, reduce_attrs({1, 2}, true), -1.1, 1.1),
+      sample({f32({7})}, reduce_attrs({0}, false)),
+      sample({f32({})}, reduce_attrs({}, false)),
+      sample({f32({2, 100})}, reduce_attrs({1}, false), -0.29, 0.29),  // lanes, tree and tail
+      sample({f32({100000})}, reduce_attrs({}, false), -0.29, 0.29),   // parallel blocks of one row
       sample({f32({3, 1, 5000})}, reduce_attrs({0}, false)),
   };
 }
@@ -363,6 +459,12 @@ const ir::OpRegistration kReduceMin =
     declare("reduce_min", kNumericTypes, "minimum over axes", reduce_kernel<Reduction::kMin>,
             reduce_reference<Reduction::kMin>, 1e-6,
             reduce_math<Reduction::kMin, float, double, int32_t, int64_t>());
+const ir::OpRegistration kReduceProd =
+    declare("reduce_prod", kNumericTypes,
+            "product over axes (of none: 1; integers wrap around on overflow)",
+            reduce_kernel<Reduction::kProd>, reduce_reference<Reduction::kProd>, 1e-5,
+            reduce_math<Reduction::kProd, float, double, int32_t, int64_t>())
+        .samples(prod_samples());
 
 }  // namespace
 }  // namespace mf::runtime::ops

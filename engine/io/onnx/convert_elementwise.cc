@@ -16,7 +16,9 @@ void Importer::add_elementwise_converters(ConverterTable& table) {
                             {"Add", &Importer::convert_binary},
                             {"And", &Importer::convert_binary},
                             {"Cast", &Importer::convert_cast},
+                            {"CastLike", &Importer::convert_cast_like},
                             {"Ceil", &Importer::convert_unary},
+                            {"Celu", &Importer::convert_celu},
                             {"Clip", &Importer::convert_clip},
                             {"Div", &Importer::convert_binary},
                             {"Dropout", &Importer::convert_dropout},
@@ -26,6 +28,7 @@ void Importer::add_elementwise_converters(ConverterTable& table) {
                             {"Exp", &Importer::convert_unary},
                             {"Floor", &Importer::convert_unary},
                             {"Greater", &Importer::convert_binary},
+                            {"GreaterOrEqual", &Importer::convert_compare_or_equal},
                             {"HardSigmoid", &Importer::convert_hard_sigmoid},
                             {"HardSwish", &Importer::convert_hard_swish},
                             {"Identity", &Importer::convert_identity},
@@ -33,6 +36,7 @@ void Importer::add_elementwise_converters(ConverterTable& table) {
                             {"IsNaN", &Importer::convert_unary},
                             {"LeakyRelu", &Importer::convert_leaky_relu},
                             {"Less", &Importer::convert_binary},
+                            {"LessOrEqual", &Importer::convert_compare_or_equal},
                             {"Log", &Importer::convert_unary},
                             {"Max", &Importer::convert_variadic},
                             {"Mean", &Importer::convert_variadic},
@@ -48,6 +52,7 @@ void Importer::add_elementwise_converters(ConverterTable& table) {
                             {"Relu", &Importer::convert_unary},
                             {"Round", &Importer::convert_unary},
                             {"Selu", &Importer::convert_selu},
+                            {"Shrink", &Importer::convert_shrink},
                             {"Sigmoid", &Importer::convert_unary},
                             {"Sign", &Importer::convert_unary},
                             {"Softplus", &Importer::convert_softplus},
@@ -56,6 +61,7 @@ void Importer::add_elementwise_converters(ConverterTable& table) {
                             {"Sub", &Importer::convert_binary},
                             {"Sum", &Importer::convert_variadic},
                             {"Tanh", &Importer::convert_unary},
+                            {"ThresholdedRelu", &Importer::convert_thresholded_relu},
                             {"Sin", &Importer::convert_unary},
                             {"Cos", &Importer::convert_unary},
                             {"Tan", &Importer::convert_unary},
@@ -105,6 +111,16 @@ void Importer::convert_binary() {
   // ONNX Div truncates integers toward zero; the registry's div is true division on floats.
   if (op == "div" && !ir::is_floating(a.type().dtype)) op = "truncate_div";
   set_output(0, emit(op, {a, b}));
+}
+
+// a >= b as (a > b) or (a == b), a <= b as (a < b) or (a == b): exact, NaN included (it makes
+// every comparison false, so both sides are false, as a >= b is).
+void Importer::convert_compare_or_equal() {
+  MF_CHECK(opset_ >= 12, InvalidArgument, describe(), ": ", node_->op_type(),
+           " exists from opset 12 on; the node is malformed");
+  Value a = input(0), b = input(1);
+  const Value strict = emit(node_->op_type() == "GreaterOrEqual" ? "greater" : "less", {a, b});
+  set_output(0, emit("logical_or", {strict, emit("equal", {a, b})}));
 }
 
 // fmod=1: the remainder has the dividend's sign (C's fmod; the only form ONNX allows on floats);
@@ -235,6 +251,46 @@ void Importer::convert_softsign() {
   set_output(0, emit("div", {x, denominator}));
 }
 
+// max(0, x) + min(0, alpha (exp(x / alpha) - 1)): x where x > 0 (the exponential term is then
+// positive, for either sign of alpha), alpha (exp(x / alpha) - 1) elsewhere (then it is not).
+void Importer::convert_celu() {
+  MF_CHECK(opset_ >= 12, InvalidArgument, describe(),
+           ": Celu exists from opset 12 on; the node is malformed");
+  Value x = input(0);
+  require_float(x, "x");
+  const DType t = x.type().dtype;
+  const Value alpha = scalar(attr_float("alpha", 1.0), t);
+  const Value em1 = emit("sub", {emit("exp", {emit("div", {x, alpha})}), scalar(1, t)});
+  const Value positive = emit("greater", {x, scalar(0, t)});
+  set_output(0, emit("select", {positive, x, emit("mul", {alpha, em1})}));
+}
+
+// x where x > alpha, else 0 (NaN included).
+void Importer::convert_thresholded_relu() {
+  MF_CHECK(opset_ >= 10, InvalidArgument, describe(),
+           ": ThresholdedRelu exists from opset 10 on; the node is malformed");
+  Value x = input(0);
+  require_float(x, "x");
+  const DType t = x.type().dtype;
+  const Value above = emit("greater", {x, scalar(attr_float("alpha", 1.0), t)});
+  set_output(0, emit("select", {above, x, scalar(0, t)}));
+}
+
+// x + bias below -lambd, x - bias above lambd, 0 between (and for NaN). On integers lambd and bias
+// are truncated toward zero, which leaves the comparisons exact for lambd >= 0.
+void Importer::convert_shrink() {
+  MF_CHECK(opset_ >= 9, InvalidArgument, describe(),
+           ": Shrink exists from opset 9 on; the node is malformed");
+  Value x = input(0);
+  const DType t = x.type().dtype;
+  const double lambd = attr_float("lambd", 0.5);
+  const double bias = attr_float("bias", 0.0);
+  const Value below = emit("less", {x, scalar(-lambd, t)});
+  const Value above = emit("greater", {x, scalar(lambd, t)});
+  const Value upper = emit("select", {above, emit("sub", {x, scalar(bias, t)}), scalar(0, t)});
+  set_output(0, emit("select", {below, emit("add", {x, scalar(bias, t)}), upper}));
+}
+
 // gamma * x for x > 0, gamma * alpha * (exp(x) - 1) otherwise.
 void Importer::convert_selu() {
   Value x = input(0);
@@ -285,6 +341,21 @@ void Importer::convert_cast() {
     return;
   }
   set_output(0, emit("cast", {x}, {{"dtype", *dtype}}));
+}
+
+// Cast to the element type of input 1, whose values are never read: a known one (an initializer)
+// stays out of the graph.
+void Importer::convert_cast_like() {
+  MF_CHECK(opset_ >= 15, InvalidArgument, describe(),
+           ": CastLike exists from opset 15 on; the node is malformed");
+  Value x = input(0);
+  const std::optional<HostTensor> like = known(1);
+  const DType dtype = like ? like->type.dtype : input(1).type().dtype;
+  if (dtype == x.type().dtype) {
+    set_output(0, x);
+    return;
+  }
+  set_output(0, emit("cast", {x}, {{"dtype", dtype}}));
 }
 
 }  // namespace mf::onnx::detail

@@ -3,6 +3,7 @@
 #include "engine/io/onnx/importer_impl.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -300,13 +301,17 @@ void Importer::convert_softmax() {
   set_output(0, reshape(y, original));
 }
 
+// Y by the layer_norm op; the outputs Mean and InvStdDev (x's shape with the normalized axes 1, of
+// stash_type, FLOAT by default), when used, by the ops layer_norm expands to, in its order: mean,
+// centre, mean of squares, 1 / sqrt(var + epsilon). With a stash_type other than x's type the
+// statistics are computed from x cast to it, as ONNX's stage one is.
 void Importer::convert_layer_norm() {
-  require_unused_outputs_from(1, "the Mean and InvStdDev outputs are not supported");
   Value x = input(0);
   require_float(x, "x");
   const int64_t rank = rank_of(x);
   if (rank == 0) unsupported("x must have rank >= 1");
   const int64_t axis = axis_attr("axis", -1, rank);
+  const double epsilon = attr_float("epsilon", 1e-5);
   const Shape norm(shape_of(x).begin() + axis, shape_of(x).end());
   auto fit = [&](Value v) {
     if (shape_of(v) == norm) return v;
@@ -316,8 +321,26 @@ void Importer::convert_layer_norm() {
   const Value beta = has_input(2)
                          ? fit(input(2))
                          : emit("broadcast_to", {scalar(0, x.type().dtype)}, {{"shape", norm}});
-  set_output(0, emit("layer_norm", {x, gamma, beta},
-                     {{"begin_norm_axis", axis}, {"epsilon", attr_float("epsilon", 1e-5)}}));
+  set_output(
+      0, emit("layer_norm", {x, gamma, beta}, {{"begin_norm_axis", axis}, {"epsilon", epsilon}}));
+  if (!output_used(1) && !output_used(2)) return;
+  const int64_t stash_type = attr_int("stash_type", 1);
+  const std::optional<DType> stash = to_dtype(int32_t(stash_type));
+  if (!stash || !ir::is_floating(*stash)) {
+    unsupported("stash_type " + onnx_type_name(int32_t(stash_type)) +
+                " for the Mean and InvStdDev outputs; FLOAT or DOUBLE are supported");
+  }
+  const Value xs = *stash == x.type().dtype ? x : emit("cast", {x}, {{"dtype", *stash}});
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
+  const ir::Attrs kept = {{"axes", axes}, {"keep_dims", true}};
+  const Value mean = emit("reduce_mean", {xs}, kept);
+  set_output(1, mean);
+  if (!output_used(2)) return;
+  const Value centred = emit("sub", {xs, mean});
+  const Value var = emit("reduce_mean", {emit("mul", {centred, centred})}, kept);
+  const Value std_dev = emit("sqrt", {emit("add", {var, scalar(epsilon, *stash)})});
+  set_output(2, emit("div", {scalar(1, *stash), std_dev}));
 }
 
 }  // namespace mf::onnx::detail

@@ -1,4 +1,4 @@
-// ONNX import: reductions (ReduceSum, ReduceMean, ... ReduceLogSumExp).
+// ONNX import: reductions (ReduceSum, ReduceMean, ReduceProd, ... ReduceLogSumExp).
 
 #include "engine/io/onnx/importer_impl.h"
 
@@ -18,6 +18,7 @@ void Importer::add_reduce_converters(ConverterTable& table) {
                             {"ReduceMax", &Importer::convert_reduce},
                             {"ReduceMean", &Importer::convert_reduce},
                             {"ReduceMin", &Importer::convert_reduce},
+                            {"ReduceProd", &Importer::convert_reduce},
                             {"ReduceSum", &Importer::convert_reduce},
                             {"ReduceSumSquare", &Importer::convert_reduce},
                         });
@@ -56,6 +57,8 @@ void Importer::convert_reduce() {
     y = emit("reduce_max", {x}, attrs);
   } else if (op == "ReduceMin") {
     y = emit("reduce_min", {x}, attrs);
+  } else if (op == "ReduceProd") {
+    y = emit("reduce_prod", {x}, attrs);
   } else if (op == "ReduceSumSquare") {
     y = emit("reduce_sum", {emit("mul", {x, x})}, attrs);
   } else if (op == "ReduceL1") {

@@ -238,6 +238,8 @@ const Importer::ConverterTable& Importer::converters() {
     add_index_converters(t);
     add_misc_converters(t);
     add_resample_converters(t);
+    add_loss_converters(t);
+    add_extra_converters(t);
     add_constant_converters(t);
     return t;
   }();
@@ -471,11 +473,11 @@ std::string sanitize_name(std::string_view onnx_name) {
 
 ImportedModel import_onnx_model_from_bytes(std::string_view bytes, std::string_view source,
                                            const ImportOptions& options) {
-  MF_CHECK(bytes.size() < size_t(INT_MAX), Unsupported, source, " is ", bytes.size(),
+  MF_CHECK(bytes.size() < size_t(INT_MAX), Unsupported, echo(source), " is ", bytes.size(),
            " bytes; models over 2 GiB need external data, which the importer does not read");
   const google::protobuf::LogSilencer quiet;  // damage is reported once, as DataLoss
   ModelProto model;
-  MF_CHECK(model.ParseFromArray(bytes.data(), int(bytes.size())), DataLoss, source,
+  MF_CHECK(model.ParseFromArray(bytes.data(), int(bytes.size())), DataLoss, echo(source),
            " is not a valid ONNX protobuf (ModelProto): it is damaged, truncated or of another "
            "format; re-export it");
   return detail::Importer(model, std::string(source), options).run();

@@ -55,6 +55,8 @@ class Importer {
   static void add_index_converters(ConverterTable& table);        // convert_index.cc
   static void add_misc_converters(ConverterTable& table);         // convert_misc.cc
   static void add_resample_converters(ConverterTable& table);     // convert_resample.cc
+  static void add_loss_converters(ConverterTable& table);         // convert_loss.cc
+  static void add_extra_converters(ConverterTable& table);        // convert_extra.cc
 
   void read_opset();
   void collect_initializers();
@@ -173,6 +175,19 @@ class Importer {
   void convert_pad();  // Pad, Resize, Upsample (convert_resample.cc)
   void convert_resize();
   void convert_upsample();
+  void convert_nll_loss();  // NegativeLogLikelihoodLoss (convert_loss.cc, as the two below)
+  void convert_softmax_cross_entropy();  // SoftmaxCrossEntropyLoss
+  // NegativeLogLikelihoodLoss of x (N, C, d...) at target (N, d...) with the current node's
+  // reduction and ignore_index, weighted by weight (C) when given.
+  Value nll_loss(Value x, Value target, std::optional<Value> weight);
+  void convert_compare_or_equal();  // GreaterOrEqual, LessOrEqual
+  void convert_celu();
+  void convert_thresholded_relu();
+  void convert_shrink();
+  void convert_cast_like();
+  void convert_eye_like();  // EyeLike (convert_extra.cc, as the two below)
+  void convert_one_hot();
+  void convert_mvn();  // MeanVarianceNormalization
 
   Value matmul(Value a, Value b);
   // Window attributes of Conv and the pools for a 2-D op (1-D inputs are lifted to 2-D first).

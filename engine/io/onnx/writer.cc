@@ -130,7 +130,7 @@ std::string ModelWriter::serialize() const {
 
 void ModelWriter::save(const std::filesystem::path& file) const {
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  MF_CHECK(out.good(), InvalidArgument, "cannot write '", file.string(), "'");
+  MF_CHECK(out.good(), InvalidArgument, "cannot write '", echo(file.string()), "'");
   const std::string bytes = serialize();
   out.write(bytes.data(), std::streamsize(bytes.size()));
   MF_CHECK(out.good(), InvalidArgument, "writing '", file.string(), "' failed");

@@ -397,6 +397,18 @@ std::vector<KeySpec> make_context_keys() {
        .doc = "Syntax accepted by graph compilation: STRICT, COMPATIBLE or LAX",
        .on_cpu = "none: cells are traced as they run (Python's construct included), never parsed, "
                  "so every Python construct a trace can record is taken at any level"},
+      // MindSpore 2.6's set_context documents it (its docstring sets exec_order="bfs"); newer than
+      // the seed pages, and Ascend-only there.
+      {.name = "exec_order",
+       .type = VT::kChoice,
+       .default_value = "bfs",
+       .example = "dfs",
+       .choices = {"bfs", "dfs", "gpto"},
+       .devices = kAscend,
+       .effective_on_cpu = false,
+       .doc = "Order of kernel execution in GRAPH_MODE: bfs, dfs or gpto (Ascend)",
+       .on_cpu = "none: compiled graphs run in topological order, independent nodes as "
+                 "inter_op_parallel_num allows"},
       {.name = "gpu_config",
        .type = VT::kDict,
        .default_value = Json{{"conv_fprop_algo", "normal"},

@@ -81,6 +81,7 @@ TEST_F(ContextTest, EveryKeyHasTheDocumentedDefault) {
         {"exception_dump", "2"},
         {"host_scheduling_max_threshold", 0}}},
       {"jit_syntax_level", "LAX"},
+      {"exec_order", "bfs"},
       {"gpu_config",
        {{"conv_fprop_algo", "normal"},
         {"conv_dgrad_algo", "normal"},

@@ -44,6 +44,7 @@ TEST(ContextKeyTableTest, ListsEveryKeyOfTheIssueOnce) {
                                           "memory_offload",
                                           "ascend_config",
                                           "jit_syntax_level",
+                                          "exec_order",
                                           "gpu_config",
                                           "jit_config",
                                           "enable_profiling",

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "base/error.h"
 #include "context/context.h"
 #include "context/fingerprint.h"
 #include "context/key_table.h"
@@ -135,12 +136,14 @@ void print_explanations(const std::vector<context::Explanation>& lines,
     name_width = std::max(name_width, line.name.size());
     value_width = std::max(value_width, std::min<std::size_t>(line.value.size(), 24));
   }
+  // Values and reasons quote what the user set: escaped, so a control byte never reaches the
+  // terminal, and a value is cut (a reason is the engine's own words around it).
   for (const auto& line : lines) {
     std::string name = line.name;
     name.resize(name_width, ' ');
-    std::string value = line.value.empty() ? "(none)" : line.value;
+    std::string value = line.value.empty() ? "(none)" : echo(line.value);
     if (value.size() < value_width) value.resize(value_width, ' ');
-    std::cout << name << "  " << value << "  " << line.reason << "\n";
+    std::cout << name << "  " << value << "  " << echo(line.reason, 2000) << "\n";
   }
   std::cout << "fingerprint " << print.hex() << " (" << print.components.size()
             << " compile-relevant components)\n";
@@ -177,7 +180,7 @@ void add_context_command(CLI::App& app, GlobalOptions& options) {
   get->callback([&options, key] {
     apply_global_options(options);
     const Json value = context::get(*key);
-    std::cout << (value.is_string() ? value.get<std::string>() : value.dump()) << "\n";
+    std::cout << echo(value.is_string() ? value.get<std::string>() : value.dump(), 100000) << "\n";
   });
 
   auto explain_json = std::make_shared<bool>(false);

@@ -3,6 +3,7 @@
 // sample builders. Light on purpose (no Eigen): the op files include it next to their own heavy
 // headers.
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -100,6 +101,22 @@ inline ir::OpSample sample(std::vector<TensorType> inputs, Attrs attrs = {}, dou
 
 // "[1, 2, 3]"; lists longer than 16 are cut ("[1, 2, ..., 9] (200000 values)") so errors stay
 // readable.
+// Rows per parallel chunk so that a chunk holds about 2^15 elements of rows `row` long.
+inline int64_t grain_for(int64_t row) {
+  constexpr int64_t kTarget = int64_t{1} << 15;
+  return std::max<int64_t>(1, kTarget / std::max<int64_t>(1, row));
+}
+
+// Calls fn(T{}) for Float32 / Float64 only, so each kernel is instantiated twice, not five times.
+template <typename Fn>
+void visit_float(DType dtype, Fn&& fn) {
+  if (dtype == DType::kFloat64) {
+    fn(double{});
+  } else {
+    fn(float{});
+  }
+}
+
 inline std::string ints_to_string(const std::vector<int64_t>& v) {
   constexpr size_t kShown = 16;
   const size_t shown = v.size() > kShown ? kShown - 1 : v.size();

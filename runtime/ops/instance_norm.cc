@@ -24,22 +24,6 @@ namespace {
 
 using ir::Trait;
 
-constexpr int64_t kTarget = int64_t{1} << 15;  // elements per parallel chunk
-
-int64_t grain_for(int64_t row) {
-  return std::max<int64_t>(1, kTarget / std::max<int64_t>(1, row));
-}
-
-// Calls fn(T{}) for Float32 / Float64 only, so each kernel is instantiated twice, not five times.
-template <typename Fn>
-void visit_float(DType dtype, Fn&& fn) {
-  if (dtype == DType::kFloat64) {
-    fn(double{});
-  } else {
-    fn(float{});
-  }
-}
-
 void check_nc(std::string_view op, const TensorType& x) {
   check_dtype(op, x.dtype, kFloatTypes);
   MF_CHECK(x.shape.size() >= 2, InvalidArgument, op, ": x must be (N, C, ...) with rank >= 2, got ",

@@ -26,22 +26,6 @@ using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
 template <typename T>
 using Block = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-constexpr int64_t kTarget = int64_t{1} << 15;  // elements per parallel chunk
-
-int64_t grain_for(int64_t row) {
-  return std::max<int64_t>(1, kTarget / std::max<int64_t>(1, row));
-}
-
-// Calls fn(T{}) for Float32 / Float64 only, so each kernel is instantiated twice, not five times.
-template <typename Fn>
-void visit_float(DType dtype, Fn&& fn) {
-  if (dtype == DType::kFloat64) {
-    fn(double{});
-  } else {
-    fn(float{});
-  }
-}
-
 // ---- softmax / log_softmax ----
 
 std::vector<TensorType> infer_softmax(std::string_view op, std::span<const TensorType> in,

@@ -55,8 +55,8 @@ bool check_regular_file(const std::filesystem::path& path, std::string_view what
   return true;
 }
 
-std::string read_regular_file(const std::filesystem::path& path, size_t max_bytes,
-                              std::string_view what) {
+RegularFile::RegularFile(const std::filesystem::path& path, std::string_view what)
+    : path_(path), what_(what) {
   // O_NONBLOCK: opening a FIFO with no writer returns at once instead of waiting for one.
   Fd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) {
@@ -66,20 +66,35 @@ std::string read_regular_file(const std::filesystem::path& path, size_t max_byte
   MF_CHECK(::fstat(fd.get(), &st) == 0, NotFound, "cannot read ", what, " '", echo(path.string()),
            "': ", std::strerror(errno));
   check_mode(path, st.st_mode, what);
-  const auto size = static_cast<uint64_t>(st.st_size);
-  MF_CHECK(size <= max_bytes, InvalidArgument, "cannot read ", what, " '", echo(path.string()),
-           "': it is ", size, " bytes; at most ", max_bytes, " are read");
-  std::string out(static_cast<size_t>(size), '\0');
+  size_ = static_cast<uint64_t>(st.st_size);
+  fd_ = fd.release();
+}
+
+RegularFile::~RegularFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+size_t RegularFile::read(void* out, size_t n) {
   size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    MF_CHECK(n >= 0, DataLoss, "reading ", what, " '", echo(path.string()),
+  while (done < n) {
+    const ssize_t got = ::read(fd_, static_cast<char*>(out) + done, n - done);
+    if (got < 0 && errno == EINTR) continue;
+    MF_CHECK(got >= 0, DataLoss, "reading ", what_, " '", echo(path_.string()),
              "' failed: ", std::strerror(errno));
-    if (n == 0) break;  // shrank while reading: take what is there
-    done += static_cast<size_t>(n);
+    if (got == 0) break;  // the end (or the file shrank while reading: take what is there)
+    done += static_cast<size_t>(got);
   }
-  out.resize(done);
+  return done;
+}
+
+std::string read_regular_file(const std::filesystem::path& path, size_t max_bytes,
+                              std::string_view what) {
+  RegularFile file(path, what);
+  MF_CHECK(file.size() <= max_bytes, InvalidArgument, "cannot read ", what, " '",
+           echo(path.string()), "': it is ", file.size(), " bytes; at most ", max_bytes,
+           " are read");
+  std::string out(static_cast<size_t>(file.size()), '\0');
+  out.resize(file.read(out.data(), out.size()));
   return out;
 }
 

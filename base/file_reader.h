@@ -26,6 +26,29 @@ inline constexpr size_t kMaxBinaryFileBytes = size_t{16} << 30;  // 16 GiB
 std::string read_regular_file(const std::filesystem::path& path, size_t max_bytes,
                               std::string_view what);
 
+// A regular file opened for reading in parts, for readers that check a header before they read
+// the rest (a .npy header declares the data's size: a file of the wrong size is refused before its
+// gigabytes are read). Opens and checks as read_regular_file does (without the size bound).
+class RegularFile {
+ public:
+  RegularFile(const std::filesystem::path& path, std::string_view what);
+  ~RegularFile();
+  RegularFile(const RegularFile&) = delete;
+  RegularFile& operator=(const RegularFile&) = delete;
+
+  // The size fstat reported when the file was opened.
+  uint64_t size() const { return size_; }
+  // Reads up to `n` bytes at the current position into `out`; returns how many were read (fewer
+  // only at the end of the file). DataLoss when reading fails.
+  size_t read(void* out, size_t n);
+
+ private:
+  std::filesystem::path path_;
+  std::string what_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
+};
+
 // Throws as read_regular_file would when `path` exists but is not a regular file; never blocks
 // (lstat-free: follows symlinks, as open does). Returns false when it does not exist.
 bool check_regular_file(const std::filesystem::path& path, std::string_view what);

@@ -82,6 +82,13 @@ DEFAULT_CASES = {"ir": 400, "onnx": 600, "npy": 60, "context": 400, "python": 10
 OUTCOMES = ["ok", "clean", "crash", "hang", "unescaped", "silent_wrong", "other", "endless"]
 BAD = {"crash", "hang", "unescaped", "silent_wrong", "other"}
 ADDRESS_SPACE_LIMIT = 8 << 30
+# A build with AddressSanitizer (--build of a MODEFLOW_ASAN_UBSAN=ON directory) reserves terabytes
+# of shadow address space, so its children get a resident-memory limit from ASan itself instead of
+# the address-space limit; every sanitizer report is a crash.
+SANITIZED = False
+SANITIZER_ENV = {"ASAN_OPTIONS": "hard_rss_limit_mb=8192:allocator_may_return_null=1:detect_leaks=0"
+                                 ":abort_on_error=1:symbolize=1",
+                 "UBSAN_OPTIONS": "halt_on_error=1:abort_on_error=1:print_stacktrace=1"}
 MAX_ERROR_CHARS = 2000
 
 # Bytes an attacker puts into names and values: terminal escapes (colour, title, clear screen),
@@ -128,7 +135,8 @@ class Result:
 
 
 def child_limits():
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
+    if not SANITIZED:
+        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
@@ -137,6 +145,8 @@ def child_env(python: bool) -> dict:
            if not k.startswith(("MS_", "MF_", "MINDSPORE", "PYTHON"))}
     if python:
         env["PYTHONPATH"] = PY_PATH
+    if SANITIZED:
+        env.update(SANITIZER_ENV)
     return env
 
 
@@ -191,6 +201,9 @@ def classify_mf(rc, out: bytes, err: bytes, timed_out: bool) -> tuple[str, str]:
     if rc < 0:
         name = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else str(-rc)
         return "crash", f"killed by {name}"
+    for report in (b"ERROR: AddressSanitizer", b"runtime error:", b"ERROR: LeakSanitizer"):
+        if report in err:
+            return "crash", report.decode() + " (a sanitizer report)"
     lines = err.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
@@ -300,11 +313,14 @@ def write_repro(case: Case, res: Result, repro_root: Path):
         shutil.rmtree(d)
     prepare(d / "run", case.files)
     env = f"PYTHONPATH={shlex.quote(PY_PATH)} " if case.kind == "py" else ""
+    if SANITIZED:
+        env += " ".join(f"{k}={shlex.quote(v)}" for k, v in SANITIZER_ENV.items()) + " "
+    limit = "" if SANITIZED else f"ulimit -v {ADDRESS_SPACE_LIMIT >> 10}; "
     cmd = " ".join(shlex.quote(a) for a in case.argv)
     script = (f"#!/bin/sh\n# {case.cls}/{case.cid}: {esc(case.desc, 500)}\n"
               f"# outcome: {res.outcome}: {esc(res.reason, 500)}\n"
               f'cd "$(dirname "$0")/run" || exit 2\n'
-              f"ulimit -v {ADDRESS_SPACE_LIMIT >> 10}; ulimit -c 0\n"
+              f"{limit}ulimit -c 0\n"
               f"{env}exec {cmd}\n")
     (d / "cmd.sh").write_bytes(script.encode("utf-8", "surrogateescape"))
     (d / "cmd.sh").chmod(0o755)
@@ -1611,7 +1627,16 @@ def main() -> int:
     ap.add_argument("--out", default="/tmp/mf-campaign", help="reports and reproducers")
     ap.add_argument("--timeout", type=float, default=20, help="seconds before a case is a hang")
     ap.add_argument("--verbose", action="store_true", help="print every case as it ends")
+    ap.add_argument("--build", default=str(REPO / "build"),
+                    help="the build directory whose mf and Python module are run (default build/); "
+                         "one configured with MODEFLOW_ASAN_UBSAN=ON runs the mf classes under "
+                         "ASan+UBSan (the python class needs the module built there too)")
     args = ap.parse_args()
+    global MF, PY_PATH, SANITIZED
+    build = Path(args.build).resolve()
+    MF, PY_PATH = str(build / "mf"), str(build / "python")
+    cache = build / "CMakeCache.txt"
+    SANITIZED = cache.exists() and "MODEFLOW_ASAN_UBSAN:BOOL=ON" in cache.read_text(errors="replace")
 
     counts = parse_cases(args.cases)
     classes = [c.strip() for c in args.classes.split(",") if c.strip()]

@@ -1,5 +1,6 @@
 #include "engine/io/npy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -95,7 +96,7 @@ class HeaderParser {
 
  private:
   [[noreturn]] void fail(const std::string& why) const {
-    MF_FAIL(DataLoss, file_.string(), ": malformed .npy header at byte ", pos_, ": ", why,
+    MF_FAIL(DataLoss, echo(file_.string()), ": malformed .npy header at byte ", pos_, ": ", why,
             "; header: ", echo(text_, 200));
   }
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
@@ -177,29 +178,32 @@ std::string descr_of(ir::DType dtype) {
 }
 
 Array load(const std::filesystem::path& file) {
-  // A FIFO, a device or a directory is refused without blocking; the size bound is the largest
-  // tensor's bytes plus the largest header.
-  const std::string content =
-      read_regular_file(file, size_t(ir::kMaxTensorBytes) + kMaxHeaderBytes + 16, ".npy file");
-  const std::string_view bytes(content);
+  // A FIFO, a device or a directory is refused without blocking. The header is read first and the
+  // file's size checked against what it declares, so a damaged or hostile file of gigabytes is
+  // refused without reading them, and the data is read once, straight into the array.
+  RegularFile in(file, ".npy file");
+  const std::string name = echo(file.string());
+  std::string head(std::min<uint64_t>(in.size(), kMagicSize + 2 + 4 + kMaxHeaderBytes), '\0');
+  head.resize(in.read(head.data(), head.size()));
+  const std::string_view bytes(head);
   MF_CHECK(bytes.size() >= kMagicSize && bytes.substr(0, kMagicSize) == std::string_view(kMagic),
-           DataLoss, file.string(), ": not a .npy file (the magic string \\x93NUMPY is missing)");
-  MF_CHECK(bytes.size() >= kMagicSize + 2, DataLoss, file.string(),
+           DataLoss, name, ": not a .npy file (the magic string \\x93NUMPY is missing)");
+  MF_CHECK(bytes.size() >= kMagicSize + 2, DataLoss, name,
            ": .npy file is truncated in its version");
   const auto major = uint8_t(bytes[kMagicSize]), minor = uint8_t(bytes[kMagicSize + 1]);
-  MF_CHECK(major >= 1 && major <= 3 && minor == 0, DataLoss, file.string(),
+  MF_CHECK(major >= 1 && major <= 3 && minor == 0, DataLoss, name,
            ": unsupported .npy format version ", int(major), ".", int(minor),
            " (1.0, 2.0 and 3.0 are read)");
   const size_t len_size = major == 1 ? 2 : 4;
   size_t at = kMagicSize + 2;
-  MF_CHECK(bytes.size() >= at + len_size, DataLoss, file.string(),
+  MF_CHECK(bytes.size() >= at + len_size, DataLoss, name,
            ": .npy file is truncated in its header length");
   uint64_t header_len = 0;
   for (size_t i = 0; i < len_size; ++i) header_len |= uint64_t(uint8_t(bytes[at + i])) << (8 * i);
   at += len_size;
-  MF_CHECK(header_len <= kMaxHeaderBytes, DataLoss, file.string(), ": .npy header length ",
-           header_len, " is implausible (at most ", kMaxHeaderBytes, ")");
-  MF_CHECK(bytes.size() >= at + header_len, DataLoss, file.string(),
+  MF_CHECK(header_len <= kMaxHeaderBytes, DataLoss, name, ": .npy header length ", header_len,
+           " is implausible (at most ", kMaxHeaderBytes, ")");
+  MF_CHECK(bytes.size() >= at + header_len, DataLoss, name,
            ": .npy file is truncated in its header (", header_len, " bytes declared, ",
            bytes.size() - at, " present)");
   const auto header = HeaderParser(bytes.substr(at, header_len), file).parse();
@@ -213,27 +217,31 @@ Array load(const std::filesystem::path& file) {
       known = true;
     }
   }
-  MF_CHECK(known, InvalidArgument, file.string(), ": .npy dtype '", echo(header.descr, 40),
+  MF_CHECK(known, InvalidArgument, name, ": .npy dtype '", echo(header.descr, 40),
            "' is not supported; use float32 (<f4), float64 (<f8), int32 (<i4), int64 (<i8) or bool "
            "(|b1)");
-  MF_CHECK(!header.fortran_order, InvalidArgument, file.string(),
+  MF_CHECK(!header.fortran_order, InvalidArgument, name,
            ": Fortran-ordered .npy arrays are not supported; save with np.ascontiguousarray first");
   array.shape = header.shape;
-  MF_CHECK(ir::try_num_elements(array.shape).has_value(), DataLoss, file.string(), ": .npy shape ",
+  MF_CHECK(ir::try_num_elements(array.shape).has_value(), DataLoss, name, ": .npy shape ",
            ir::shape_to_string(array.shape),
            " has more than 2^40 elements, the largest tensor supported: the file is damaged");
-  const size_t expected = size_t(ir::num_elements(array.shape)) * ir::dtype_size(array.dtype);
-  const size_t present = bytes.size() - at;
-  MF_CHECK(present >= expected, DataLoss, file.string(), ": .npy data is truncated: expected ",
-           expected, " bytes for shape ", ir::shape_to_string(array.shape), ", found ", present);
-  MF_CHECK(present == expected, DataLoss, file.string(), ": .npy file has ", present - expected,
+  const uint64_t expected = uint64_t(ir::num_elements(array.shape)) * ir::dtype_size(array.dtype);
+  const uint64_t present = in.size() - at;
+  MF_CHECK(present >= expected, DataLoss, name, ": .npy data is truncated: expected ", expected,
+           " bytes for shape ", ir::shape_to_string(array.shape), ", found ", present);
+  MF_CHECK(present == expected, DataLoss, name, ": .npy file has ", present - expected,
            " bytes after the ", expected, " bytes of data for shape ",
            ir::shape_to_string(array.shape), ": the header or the data is damaged");
-  array.bytes.assign(bytes.begin() + std::ptrdiff_t(at), bytes.end());
+  array.bytes.resize(size_t(expected));
+  const size_t from_head = std::min<size_t>(bytes.size() - at, size_t(expected));
+  std::memcpy(array.bytes.data(), bytes.data() + at, from_head);
+  const size_t rest = in.read(array.bytes.data() + from_head, size_t(expected) - from_head);
+  MF_CHECK(from_head + rest == expected, DataLoss, name,
+           ": .npy file shrank while it was read; write it again");
   if (array.dtype == ir::DType::kBool) {
     for (uint8_t b : array.bytes) {
-      MF_CHECK(b <= 1, DataLoss, file.string(),
-               ": a bool .npy array holds a byte other than 0 or 1");
+      MF_CHECK(b <= 1, DataLoss, name, ": a bool .npy array holds a byte other than 0 or 1");
     }
   }
   return array;

@@ -453,7 +453,7 @@ void bind_onnx(py::module_ m) {
         return model;
       },
       py::arg("path"),
-      "Imports an ONNX model (opsets 7-18); call it with its inputs (positional, or by ONNX "
+      "Imports an ONNX model (opsets 1-18); call it with its inputs (positional, or by ONNX "
       "name).");
 }
 

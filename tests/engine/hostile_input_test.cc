@@ -4,6 +4,7 @@
 // crash, a hang or a silently wrong answer.
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <functional>
@@ -261,6 +262,24 @@ TEST_F(HostileInputTest, NpyHeadersAreParsedStrictly) {
   shifted[8] = char(uint8_t(shifted[8]) + 4);
   write_bytes(file, shifted);
   expect_error([&] { Tensor::load_npy(file); }, ErrorKind::kDataLoss, "malformed .npy header");
+}
+
+// A valid header followed by gigabytes its shape does not account for is refused from the header
+// and the file's size: the reader's peak memory must not grow by the file's size (it read the
+// whole file before checking, 3 GiB for a 12-byte array).
+TEST_F(HostileInputTest, NpyOfTheWrongSizeIsRefusedWithoutReadingIt) {
+  const fs::path file = dir_ / "sparse.npy";
+  write_bytes(file, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }",
+                              std::string(12, '\0')));
+  const auto gib3 = std::uintmax_t{3} << 30;
+  fs::resize_file(file, gib3);  // sparse: costs no disk
+  rusage before{};
+  ::getrusage(RUSAGE_SELF, &before);
+  expect_error([&] { Tensor::load_npy(file); }, ErrorKind::kDataLoss, "bytes after the 12 bytes");
+  rusage after{};
+  ::getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 256 * 1024) << "peak grew by KiB";
+  fs::remove(file);
 }
 
 TEST_F(HostileInputTest, SavingToAFullDeviceIsAnError) {

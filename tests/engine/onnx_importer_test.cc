@@ -307,13 +307,62 @@ TEST_F(OnnxImporterTest, UnsupportedOpNamesOpDomainOpsetNodeAndRemedy) {
   EXPECT_NE(std::string(c.what()).find("com.microsoft"), std::string::npos) << c.what();
 
   ModelWriter old(6);
-  old.add_input("x", DType::kFloat32, {2});
-  old.add_node("Relu", {"x"}, {"y"});
+  old.add_input("x", DType::kFloat32, {1, 1, 2, 2});
+  old.add_node("Upsample", {"x"}, {"y"}, {{"width_scale", 2.0}, {"height_scale", 2.0}});
   old.add_output("y");
   const Error o = import_error(old.serialize());
   EXPECT_EQ(o.kind(), ErrorKind::kUnsupported);
   EXPECT_NE(std::string(o.what()).find("opset 6"), std::string::npos) << o.what();
   EXPECT_NE(std::string(o.what()).find("version_converter"), std::string::npos) << o.what();
+}
+
+// Opsets 1-6: nodes are rewritten into their opset-7 form (legacy_opsets.cc), each rewrite
+// checked against the answer the old op defines.
+TEST_F(OnnxImporterTest, LegacyOpsetsReadAsTheirOpset7Form) {
+  const Tensor a = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  // Add-6 with broadcast=1, axis=0: B (2,) aligns with A's first axis, not numpy's last.
+  ModelWriter add(6);
+  add.add_input("a", DType::kFloat32, {2, 3});
+  add.add_input("b", DType::kFloat32, {2});
+  add.add_node("Add", {"a", "b"}, {"y"},
+               {{"broadcast", int64_t{1}},
+                {"axis", int64_t{0}},
+                {"consumed_inputs", std::vector<int64_t>{0, 0}}});
+  add.add_output("y");
+  check(add, {{"a", a}, {"b", Tensor::from_vector<float>({10, 20}, {2})}},
+        {Tensor::from_vector<float>({11, 12, 13, 24, 25, 26}, {2, 3})}, 0);
+
+  // Opset 1: Reshape's shape attribute, Cast's type name, Concat's default axis 1, Pad's paddings.
+  ModelWriter old(1);
+  old.add_input("a", DType::kFloat32, {2, 3});
+  old.add_node("Reshape", {"a"}, {"r"}, {{"shape", std::vector<int64_t>{3, 2}}});
+  old.add_node("Cast", {"r"}, {"c"}, {{"to", std::string("INT32")}});
+  old.add_node("Cast", {"c"}, {"f"}, {{"to", std::string("FLOAT")}});
+  old.add_node("Concat", {"f", "f"}, {"cat"});
+  old.add_node("Pad", {"cat"}, {"p"},
+               {{"paddings", std::vector<int64_t>{0, 1, 0, 0}}, {"value", 9.0}});
+  old.add_output("p");
+  check(old, {{"a", a}},
+        {Tensor::from_vector<float>({9, 1, 2, 1, 2, 9, 3, 4, 3, 4, 9, 5, 6, 5, 6}, {3, 5})}, 0);
+
+  // What has no opset-7 form is Unsupported, naming the op and the way to upgrade.
+  for (const char* op : {"Tile", "Upsample", "GRU"}) {
+    ModelWriter m(5);
+    m.add_input("x", DType::kFloat32, {2});
+    m.add_node(op, {"x"}, {"y"});
+    m.add_output("y");
+    const Error e = import_error(m.serialize());
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported) << op;
+    EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("convert_version"), std::string::npos) << e.what();
+  }
+  ModelWriter bad(5);
+  bad.add_input("x", DType::kFloat32, {2});
+  bad.add_node("Cast", {"x"}, {"y"}, {{"to", std::string("FLOAT\x1b[2J")}});
+  bad.add_output("y");
+  const Error e = import_error(bad.serialize());
+  EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument);
+  EXPECT_EQ(std::string(e.what()).find('\x1b'), std::string::npos) << "escaped";
 }
 
 TEST_F(OnnxImporterTest, DynamicDimensionsAskForStaticShapes) {

@@ -254,8 +254,19 @@ void Importer::add_converters(ConverterTable& table,
   }
 }
 
-void Importer::convert_node(const NodeProto& node) {
-  node_ = &node;
+void Importer::convert_node(const NodeProto& original) {
+  node_ = &original;
+  std::optional<NodeProto> adapted;
+  if (opset_ < 7 && original.domain().empty()) {
+    try {
+      adapted = adapt_legacy_node(original);
+    } catch (Error& e) {
+      e.add_context("while importing " + describe());
+      throw;
+    }
+    node_ = &*adapted;
+  }
+  const NodeProto& node = *node_;
   const std::string& domain = node.domain();
   if (!domain.empty() && domain != "ai.onnx") {
     MF_FAIL(Unsupported, "ONNX op '", echo(node.op_type(), 80), "' of domain '", echo(domain, 80),

@@ -1,5 +1,5 @@
 #pragma once
-// ONNX import: an ONNX ModelProto (opsets 7 to 18 of the default domain) becomes an ir::Graph that
+// ONNX import: an ONNX ModelProto (opsets 1 to 18 of the default domain) becomes an ir::Graph that
 // runs op by op or compiled like any other. Initializers become weight parameters whose values come
 // with the import; graph inputs become plain parameters; Constant nodes and everything computable
 // from constants alone (Shape on static shapes, Gather on constants, ...) fold into ir constants.
@@ -23,11 +23,11 @@
 
 namespace mf::onnx {
 
-// The lowest and highest opset of the default domain ("" / "ai.onnx") the importer reads. Below 7
-// the binary ops broadcast by a `broadcast`/`axis` attribute and nodes carry `consumed_inputs`
-// and `is_test`; above 18 the converters have not been checked against the op changes (19:
-// AveragePool's dilations, Cast's saturate, ...).
-inline constexpr int64_t kMinOpset = 7;
+// The lowest and highest opset of the default domain ("" / "ai.onnx") the importer reads. Nodes of
+// opsets 1-6 are rewritten into their opset-7 form first (legacy_opsets.cc says what changed);
+// above 18 the converters have not been checked against the op changes (19: AveragePool's
+// dilations, Cast's saturate, ...).
+inline constexpr int64_t kMinOpset = 1;
 inline constexpr int64_t kMaxOpset = 18;
 
 // One imported model: the graph plus what is needed to run it with the exporter's weights.

@@ -63,6 +63,10 @@ class Importer {
   void add_graph_inputs();
   std::vector<int> node_order();
   void convert_node(const NodeProto& node);
+  // Opsets 1-6 (legacy_opsets.cc): the node in its opset-7 form, or Unsupported.
+  NodeProto adapt_legacy_node(const NodeProto& node);
+  // Binds `v` to a fresh name no ONNX value uses, for inputs an adapted node adds.
+  std::string synthetic_value(Value v);
   std::string unique_name(std::string_view onnx_name);
 
   // ---- the current node ----
@@ -209,6 +213,7 @@ class Importer {
   std::set<std::string> taken_names_;     // IR parameter names handed out
   const NodeProto* node_ = nullptr;
   int node_index_ = 0;
+  int synthetic_values_ = 0;
   mutable size_t inputs_consulted_ = 0;  // inputs of the current node a converter asked about
 };
 

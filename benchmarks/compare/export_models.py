@@ -180,6 +180,24 @@ NETWORKS = {
 }
 
 
+def torchvision_classifiers() -> list[str]:
+    """Every classification network torchvision lists (80 in 0.14), by its constructor's name."""
+    try:
+        import torchvision.models as tvm
+        return list(tvm.list_models(module=tvm))
+    except (ImportError, AttributeError):
+        return []
+
+
+SAMPLE_AND_COMPARED = list(NETWORKS)
+
+# `--nets zoo`: every torchvision classification network, batch 1, 224x224 (the size each is
+# trained at; inception_v3's 299 only changes its pooled plane), under its torchvision name.
+for _name in torchvision_classifiers():
+    NETWORKS.setdefault(_name, ((lambda n=_name: torchvision_model(n)), (1, 3, 224, 224),
+                                f"torchvision {_name}"))
+
+
 def calibrate_batch_norm(model: nn.Module, shape, seed: int, batches: int = 4) -> None:
     """Gives BatchNorm layers running statistics from random inputs.
 
@@ -264,31 +282,45 @@ def mf_output_file(outdir: Path, onnx_output: str) -> Path | None:
     return files[0] if len(files) == 1 else None
 
 
+# The output must agree with PyTorch's within this fraction of its largest magnitude.
+CHECK_TOLERANCE = 1e-4
+
+
 def check(manifest: dict, out: Path, mf: Path) -> tuple[bool, str]:
-    with tempfile.TemporaryDirectory(prefix="mf-check-") as tmp:
-        cmd = [str(mf), "run", str(out / manifest["model"]), "--input",
-               f"{manifest['input_name']}={out / manifest['input']}", "--output-dir", tmp]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        if p.returncode != 0:
-            return False, (p.stderr.strip() or p.stdout.strip() or f"exit {p.returncode}")
-        f = mf_output_file(Path(tmp), manifest["output_name"])
-        if f is None:
-            return False, f"no output .npy in --output-dir; stdout:\n{p.stdout}"
-        got = np.load(f)
-        want = np.load(out / manifest["torch_output"])
+    """Runs the export in PYNATIVE and in GRAPH mode (jit_level O1) and compares with PyTorch."""
+    want = np.load(out / manifest["torch_output"]).astype(np.float64)
+    scale = float(np.max(np.abs(want))) if want.size else 0.0
+    notes, ok = [], True
+    for mode, extra in (("pynative", []), ("graph", ["--set", "jit_config.jit_level=O1"])):
+        with tempfile.TemporaryDirectory(prefix="mf-check-") as tmp:
+            cmd = [str(mf), "run", str(out / manifest["model"]), "--mode", mode, "--input",
+                   f"{manifest['input_name']}={out / manifest['input']}", "--output-dir", tmp,
+                   "--iters", "1"] + extra
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                return False, f"{mode}: " + (p.stderr.strip() or p.stdout.strip()
+                                              or f"exit {p.returncode}")
+            f = mf_output_file(Path(tmp), manifest["output_name"])
+            if f is None:
+                return False, f"{mode}: no output .npy in --output-dir; stdout:\n{p.stdout}"
+            got = np.load(f).astype(np.float64)
         if got.shape != want.shape:
-            return False, f"output shape {got.shape}, PyTorch's {want.shape}"
-        diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
-        scale = float(np.max(np.abs(want)))
-        return True, f"max |mf - torch| = {diff:.3g} (max |torch| = {scale:.3g})"
+            return False, f"{mode}: output shape {got.shape}, PyTorch's {want.shape}"
+        diff = float(np.max(np.abs(got - want))) if want.size else 0.0
+        relative = diff / scale if scale else diff
+        ok = ok and relative <= CHECK_TOLERANCE
+        notes.append(f"{mode} {relative:.2g}")
+    return ok, (f"max |mf - torch| / max |torch| ({scale:.3g}): " + ", ".join(notes) +
+                ("" if ok else f"; more than {CHECK_TOLERANCE:g}"))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cache", type=Path, default=default_cache(),
                     help="cache directory (default $MODEFLOW_PEERS_CACHE or ~/.cache/modeflow-peers)")
-    ap.add_argument("--nets", default=",".join(NETWORKS),
-                    help=f"comma-separated subset of {','.join(NETWORKS)}")
+    ap.add_argument("--nets", default=",".join(SAMPLE_AND_COMPARED),
+                    help=f"comma-separated subset of {','.join(SAMPLE_AND_COMPARED)} or of "
+                         "torchvision's classification networks; `zoo` for all of torchvision's")
     ap.add_argument("--opset", type=int, default=0,
                     help="ONNX opset (modeflow reads 7..18; default: min(17, torch's highest))")
     ap.add_argument("--seed", type=int, default=0)
@@ -304,7 +336,9 @@ def main() -> int:
     out = args.cache / "models"
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(max(1, os.cpu_count() or 1))
-    nets = [n for n in args.nets.split(",") if n]
+    nets = []
+    for n in args.nets.split(","):
+        nets += torchvision_classifiers() if n == "zoo" else [n] if n else []
     unknown = [n for n in nets if n not in NETWORKS]
     if unknown:
         ap.error(f"unknown network(s) {','.join(unknown)}; known: {','.join(NETWORKS)}")

@@ -18,14 +18,7 @@ std::vector<int64_t> pair_attr(std::string_view op, const Attrs& attrs, std::str
   return v;
 }
 
-Window make_window(std::string_view op, const Shape& x, int64_t kh, int64_t kw, const Attrs& attrs,
-                   bool has_dilation) {
-  Window w;
-  w.kh = kh;
-  w.kw = kw;
-  const std::vector<int64_t> stride = pair_attr(op, attrs, "stride", 1);
-  w.sh = stride[0];
-  w.sw = stride[1];
+std::array<int64_t, 4> padding_attr(std::string_view op, const Attrs& attrs) {
   const std::vector<int64_t>& pad = ir::attr_ints(attrs, "padding", op);
   MF_CHECK(pad.size() == 2 || pad.size() == 4, InvalidArgument, op,
            ": attribute 'padding' must be [pad_h, pad_w] or [top, bottom, left, right], got ",
@@ -34,15 +27,23 @@ Window make_window(std::string_view op, const Shape& x, int64_t kh, int64_t kw, 
     MF_CHECK(p >= 0 && p <= ir::kMaxTensorElements, InvalidArgument, op,
              ": padding must be in [0, 2^40], got ", ints_to_string(pad));
   }
+  if (pad.size() == 2) return {pad[0], pad[0], pad[1], pad[1]};
+  return {pad[0], pad[1], pad[2], pad[3]};
+}
+
+Window make_window(std::string_view op, const Shape& x, int64_t kh, int64_t kw, const Attrs& attrs,
+                   bool has_dilation) {
+  Window w;
+  w.kh = kh;
+  w.kw = kw;
+  const std::vector<int64_t> stride = pair_attr(op, attrs, "stride", 1);
+  w.sh = stride[0];
+  w.sw = stride[1];
+  const std::array<int64_t, 4> pad = padding_attr(op, attrs);
+  w.top = pad[0], w.bottom = pad[1], w.left = pad[2], w.right = pad[3];
   MF_CHECK(kh >= 1 && kw >= 1 && kh <= ir::kMaxTensorElements && kw <= ir::kMaxTensorElements,
            InvalidArgument, op, ": the kernel must be 1 to 2^40 in each dimension, got ", kh, "x",
            kw);
-  if (pad.size() == 2) {
-    w.top = w.bottom = pad[0];
-    w.left = w.right = pad[1];
-  } else {
-    w.top = pad[0], w.bottom = pad[1], w.left = pad[2], w.right = pad[3];
-  }
   if (has_dilation) {
     const std::vector<int64_t> dilation = pair_attr(op, attrs, "dilation", 1);
     w.dh = dilation[0];

@@ -3,6 +3,7 @@
 // and references make (oneDNN and the direct kernels take channels-last; the loops take NCHW).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,10 @@ struct Window {
 // An attribute of two values [h, w], each at least `min_value` and at most 2^40.
 std::vector<int64_t> pair_attr(std::string_view op, const Attrs& attrs, std::string_view name,
                                int64_t min_value);
+
+// The 'padding' attribute, [pad_h, pad_w] or [top, bottom, left, right], as [top, bottom, left,
+// right]; each in [0, 2^40].
+std::array<int64_t, 4> padding_attr(std::string_view op, const Attrs& attrs);
 
 // The window of a kh x kw kernel over x (NCHW sizes): stride, padding (and dilation when
 // `has_dilation`) from the attributes, output sizes rounded down; every product is checked.

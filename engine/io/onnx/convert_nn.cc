@@ -16,6 +16,7 @@ void Importer::add_nn_converters(ConverterTable& table) {
                             {"AveragePool", &Importer::convert_pool},
                             {"BatchNormalization", &Importer::convert_batch_norm},
                             {"Conv", &Importer::convert_conv},
+                            {"ConvTranspose", &Importer::convert_conv_transpose},
                             {"Gemm", &Importer::convert_gemm},
                             {"GlobalAveragePool", &Importer::convert_global_pool},
                             {"GlobalMaxPool", &Importer::convert_global_pool},
@@ -182,6 +183,103 @@ void Importer::convert_conv() {
                   {"dilation", win.dilation},
                   {"groups", attr_int("group", 1)}});
   if (rank == 3) {
+    const Shape ys = shape_of(y);
+    y = reshape(y, {ys[0], ys[1], ys[3]});
+  }
+  set_output(0, y);
+}
+
+// ConvTranspose: conv_transpose2d, a 1-D input lifted to 2-D as Conv's is. The padding is `pads`,
+// or what `output_shape` or auto_pad SAME_* asks for, split as the ONNX spec says (SAME_UPPER
+// puts the smaller half first, everything else the larger).
+void Importer::convert_conv_transpose() {
+  Value x = input(0), w = input(1);
+  require_float(x, "x");
+  const int64_t rank = rank_of(x);
+  if (rank != 3 && rank != 4) {
+    unsupported(
+        "only 1-D and 2-D transposed convolutions (inputs of rank 3 or 4) are supported, "
+        "got x " +
+        ir::shape_to_string(shape_of(x)));
+  }
+  MF_CHECK(rank_of(w) == rank, InvalidArgument, describe(), ": weight ",
+           ir::shape_to_string(shape_of(w)), " must have the rank of x ",
+           ir::shape_to_string(shape_of(x)));
+  const Shape xs = shape_of(x), ws = shape_of(w);
+  const size_t n = size_t(rank - 2);
+  const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  MF_CHECK(attr_ints("kernel_shape", kernel) == kernel, InvalidArgument, describe(),
+           ": kernel_shape disagrees with the weight ", ir::shape_to_string(ws));
+  const std::vector<int64_t> stride = attr_ints("strides", std::vector<int64_t>(n, 1));
+  const std::vector<int64_t> dilation = attr_ints("dilations", std::vector<int64_t>(n, 1));
+  const std::vector<int64_t> extra = attr_ints("output_padding", std::vector<int64_t>(n, 0));
+  std::vector<int64_t> pads = attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+  const std::vector<int64_t> output_shape = attr_ints("output_shape", {});
+  MF_CHECK(stride.size() == n && dilation.size() == n && extra.size() == n &&
+               pads.size() == 2 * n && (output_shape.empty() || output_shape.size() == n),
+           InvalidArgument, describe(),
+           ": strides, dilations, output_padding, pads or output_shape "
+           "do not fit a ",
+           n, "-D kernel");
+  for (size_t d = 0; d < n; ++d) {
+    for (int64_t v : {stride[d], dilation[d], kernel[d]}) {
+      MF_CHECK(v >= 1 && v <= ir::kMaxTensorElements, InvalidArgument, describe(),
+               ": kernel, strides and dilations must be 1 to 2^40");
+    }
+    for (int64_t v : {extra[d], pads[d], pads[n + d]}) {
+      MF_CHECK(v >= 0 && v <= ir::kMaxTensorElements, InvalidArgument, describe(),
+               ": pads and output_padding must be 0 to 2^40");
+    }
+  }
+  const std::string auto_pad = attr_string("auto_pad", "NOTSET");
+  MF_CHECK(auto_pad == "NOTSET" || auto_pad == "VALID" || auto_pad == "SAME_UPPER" ||
+               auto_pad == "SAME_LOWER",
+           InvalidArgument, describe(), ": auto_pad '", echo(auto_pad, 40),
+           "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  if (auto_pad == "VALID") std::fill(pads.begin(), pads.end(), 0);
+  std::vector<int64_t> more = extra;
+  if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t d = 0; d < n; ++d) {
+      const int64_t in = xs[2 + d];
+      // Each factor is at most 2^40 (checked above) and in is a tensor size: no wrap in int64.
+      const int64_t full = stride[d] * (in - 1) + extra[d] + (kernel[d] - 1) * dilation[d] + 1;
+      const int64_t target = output_shape.empty() ? in * stride[d] : output_shape[d];
+      const int64_t total = full - target;
+      // The spec's halves, rounded down as in its Python reference.
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      int64_t begin = auto_pad == "SAME_UPPER" ? half : total - half;
+      int64_t end = total - begin;
+      if (begin < 0) {
+        unsupported("output_shape " + ir::shape_to_string(output_shape) +
+                    " extends the output before its first position; export with pads instead");
+      }
+      // A negative end extends the output: positions nothing reaches, as output_padding's.
+      if (end < 0) {
+        more[d] += -end;
+        end = 0;
+      }
+      pads[d] = begin;
+      pads[n + d] = end;
+    }
+  }
+  ir::Attrs attrs = {{"groups", attr_int("group", 1)}};
+  if (n == 1) {
+    x = reshape(x, {xs[0], xs[1], 1, xs[2]});
+    w = reshape(w, {ws[0], ws[1], 1, ws[2]});
+    attrs["stride"] = std::vector<int64_t>{1, stride[0]};
+    attrs["dilation"] = std::vector<int64_t>{1, dilation[0]};
+    attrs["output_padding"] = std::vector<int64_t>{0, more[0]};
+    attrs["padding"] = std::vector<int64_t>{0, 0, pads[0], pads[1]};
+  } else {
+    attrs["stride"] = stride;
+    attrs["dilation"] = dilation;
+    attrs["output_padding"] = more;
+    attrs["padding"] = std::vector<int64_t>{pads[0], pads[2], pads[1], pads[3]};
+  }
+  std::vector<Value> inputs = {x, w};
+  if (has_input(2)) inputs.push_back(input(2));
+  Value y = emit("conv_transpose2d", inputs, attrs);
+  if (n == 1) {
     const Shape ys = shape_of(y);
     y = reshape(y, {ys[0], ys[1], ys[3]});
   }

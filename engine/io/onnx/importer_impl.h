@@ -139,6 +139,7 @@ class Importer {
   void convert_matmul();
   void convert_gemm();
   void convert_conv();
+  void convert_conv_transpose();
   void convert_pool();
   void convert_global_pool();
   void convert_batch_norm();

@@ -11,10 +11,13 @@
 // "nearest" takes the element at x_original rounded by nearest_mode (round_prefer_floor,
 // round_prefer_ceil, floor, ceil, or simple: floor where scale >= 1 and ceil where scale < 1, as
 // ONNX Runtime runs Upsample and Resize-10), clamped into x. "linear" interpolates between the two
-// elements around x_original on each axis (bilinear), an index outside x clamped to its edge.
-// Float32 and Float64. Cubic interpolation and tf_crop_and_resize are refused.
+// elements around x_original on each axis (bilinear), "cubic" between the four around it (bicubic,
+// Keys' kernel with coefficient cubic_coeff_a: -0.75 as ONNX and PyTorch, -0.5 as TensorFlow), an
+// index outside x clamped to its edge; with exclude_outside those taps weigh 0 and the others are
+// scaled to sum to 1. Float32 and Float64. tf_crop_and_resize is refused.
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -32,22 +35,27 @@ using ir::Trait;
 enum class Transform { kHalfPixel, kPytorchHalfPixel, kAlignCorners, kAsymmetric, kTfHalfPixelNn };
 enum class Nearest { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil, kSimple };
 
+enum class Mode { kNearest, kLinear, kCubic };
+
 // The validated attributes of one resize.
 struct ResizeSpec {
   int64_t out_h = 0, out_w = 0;
-  bool linear = false;
+  Mode mode = Mode::kNearest;
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
   Transform transform = Transform::kHalfPixel;
   Nearest nearest = Nearest::kRoundPreferFloor;
   double scale_h = 0, scale_w = 0;  // as given: 0 means out / in
 };
 
-bool parse_linear(const Attrs& attrs) {
+Mode parse_mode(const Attrs& attrs) {
   const std::string& mode = ir::attr_string(attrs, "mode", "resize");
-  MF_CHECK(mode != "cubic", InvalidArgument,
-           "resize: mode \"cubic\" is not supported; use \"nearest\" or \"linear\"");
-  MF_CHECK(mode == "nearest" || mode == "linear", InvalidArgument,
-           "resize: mode must be \"nearest\" or \"linear\", got \"", echo(mode, 40), "\"");
-  return mode == "linear";
+  if (mode == "nearest") return Mode::kNearest;
+  if (mode == "linear") return Mode::kLinear;
+  MF_CHECK(mode == "cubic", InvalidArgument,
+           "resize: mode must be \"nearest\", \"linear\" or \"cubic\", got \"", echo(mode, 40),
+           "\"");
+  return Mode::kCubic;
 }
 
 Transform parse_transform(const Attrs& attrs) {
@@ -95,7 +103,10 @@ ResizeSpec resize_spec(const Shape& x, const Attrs& attrs) {
   spec.out_w = ir::attr_int(attrs, "out_w", "resize");
   MF_CHECK(spec.out_h >= 0 && spec.out_w >= 0, InvalidArgument, "resize: out_h and out_w must be ",
            ">= 0, got ", spec.out_h, " and ", spec.out_w);
-  spec.linear = parse_linear(attrs);
+  spec.mode = parse_mode(attrs);
+  spec.cubic_a = ir::attr_float(attrs, "cubic_coeff_a", "resize");
+  MF_CHECK(std::isfinite(spec.cubic_a), InvalidArgument, "resize: cubic_coeff_a must be finite");
+  spec.exclude_outside = ir::attr_bool(attrs, "exclude_outside", "resize");
   spec.transform = parse_transform(attrs);
   spec.nearest = parse_nearest(attrs);
   spec.scale_h = parse_scale(attrs, "scale_h");
@@ -122,12 +133,22 @@ std::vector<TensorType> infer_resize(std::span<const TensorType> in, const Attrs
   return {{in[0].dtype, {x[0], x[1], spec.out_h, spec.out_w}}};
 }
 
-// One output axis: for each output index, the two source indices (clamped into x) and the weight
-// of the second. Nearest uses `first` only.
+// One output axis: for each output index, `count` source indices (clamped into x) and their
+// weights, index o's at [o * count, (o + 1) * count). Nearest has one tap of weight 1, linear two,
+// cubic four.
 struct AxisTaps {
-  std::vector<int64_t> first, second;
+  int count = 1;
+  std::vector<int64_t> index;
   std::vector<double> weight;
 };
+
+// Keys' cubic convolution weights of the taps at distances 1 + r, r, 1 - r, 2 - r (ONNX's).
+std::array<double, 4> cubic_weights(double r, double a) {
+  const double s = 1 - r;
+  return {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+          ((a + 2) * r - (a + 3)) * r * r + 1, ((a + 2) * s - (a + 3)) * s * s + 1,
+          ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+}
 
 // x_original of output index `o` along an axis of `in` elements resized to `out`.
 double original_coordinate(Transform t, int64_t o, int64_t in, int64_t out, double given_scale) {
@@ -151,12 +172,14 @@ double original_coordinate(Transform t, int64_t o, int64_t in, int64_t out, doub
 
 AxisTaps axis_taps(const ResizeSpec& spec, int64_t in, int64_t out, double given_scale) {
   AxisTaps taps;
-  taps.first.resize(static_cast<size_t>(out));
-  taps.second.resize(static_cast<size_t>(out));
-  taps.weight.resize(static_cast<size_t>(out));
+  taps.count = spec.mode == Mode::kCubic ? 4 : spec.mode == Mode::kLinear ? 2 : 1;
+  taps.index.resize(static_cast<size_t>(out * taps.count));
+  taps.weight.resize(static_cast<size_t>(out * taps.count));
   const double scale = given_scale > 0 ? given_scale : static_cast<double>(out) / in;
   const auto clamp = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
   for (int64_t o = 0; o < out; ++o) {
+    int64_t* index = taps.index.data() + o * taps.count;
+    double* weight = taps.weight.data() + o * taps.count;
     // Beyond [-1, in] every rule gives the same (edge) element: clamped first, so that floor()
     // never meets a value an int64 cannot hold.
     const double xo = std::clamp(original_coordinate(spec.transform, o, in, out, given_scale), -1.0,
@@ -164,10 +187,27 @@ AxisTaps axis_taps(const ResizeSpec& spec, int64_t in, int64_t out, double given
     const double f = std::floor(xo);
     const int64_t base = static_cast<int64_t>(f);
     const double fraction = xo - f;
-    if (spec.linear) {
-      taps.first[o] = clamp(base);
-      taps.second[o] = clamp(base + 1);
-      taps.weight[o] = fraction;
+    if (spec.mode == Mode::kLinear) {
+      index[0] = clamp(base);
+      index[1] = clamp(base + 1);
+      weight[0] = 1 - fraction;
+      weight[1] = fraction;
+      continue;
+    }
+    if (spec.mode == Mode::kCubic) {
+      // As ONNX's reference: the taps around x from the left, an integral x the third of them.
+      const int64_t left = fraction == 0.0 ? base - 1 : base;
+      const std::array<double, 4> w = cubic_weights(fraction == 0.0 ? 1.0 : fraction, spec.cubic_a);
+      double sum = 0;
+      for (int k = 0; k < 4; ++k) {
+        const int64_t i = left - 1 + k;
+        weight[k] = spec.exclude_outside && (i < 0 || i >= in) ? 0.0 : w[size_t(k)];
+        index[k] = clamp(i);
+        sum += weight[k];
+      }
+      if (spec.exclude_outside) {
+        for (int k = 0; k < 4; ++k) weight[k] /= sum;
+      }
       continue;
     }
     bool up = false;  // take base + 1 instead of base
@@ -190,44 +230,62 @@ AxisTaps axis_taps(const ResizeSpec& spec, int64_t in, int64_t out, double given
           break;
       }
     }
-    taps.first[o] = clamp(up ? base + 1 : base);
+    index[0] = clamp(up ? base + 1 : base);
+    weight[0] = 1.0;
   }
   return taps;
+}
+
+// Rows of the output, each a weighted sum of `Rows` input rows sampled at `Cols` taps per column.
+template <typename T, int Rows, int Cols>
+void resize_rows(const ir::KernelContext& ctx, const ResizeSpec& spec, const AxisTaps& rows,
+                 const AxisTaps& cols) {
+  const Shape& s = ctx.inputs[0].type.shape;
+  const int64_t in_h = s[2], in_w = s[3];
+  const T* x = ctx.inputs[0].as<T>();
+  T* y = ctx.outputs[0].as<T>();
+  const int64_t out_w = spec.out_w;
+  const int64_t total_rows = s[0] * s[1] * spec.out_h;
+  // Weights in T once, so the inner loop converts nothing.
+  std::vector<T> col_weight(cols.weight.begin(), cols.weight.end());
+  parallel_for(total_rows, grain_for(out_w * Rows * Cols), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t plane = r / spec.out_h, oy = r % spec.out_h;
+      const T* src[Rows];
+      T wy[Rows];
+      for (int i = 0; i < Rows; ++i) {
+        src[i] = x + (plane * in_h + rows.index[size_t(oy * Rows + i)]) * in_w;
+        wy[i] = static_cast<T>(rows.weight[size_t(oy * Rows + i)]);
+      }
+      T* out = y + r * out_w;
+      for (int64_t ox = 0; ox < out_w; ++ox) {
+        const int64_t* c = cols.index.data() + ox * Cols;
+        const T* wx = col_weight.data() + ox * Cols;
+        T value = 0;
+        for (int i = 0; i < Rows; ++i) {
+          T along = 0;
+          for (int j = 0; j < Cols; ++j) along += wx[j] * src[i][c[j]];
+          value += Rows == 1 ? along : wy[i] * along;
+        }
+        out[ox] = value;
+      }
+    }
+  });
 }
 
 template <typename T>
 void resize_typed(const ir::KernelContext& ctx, const ResizeSpec& spec) {
   const Shape& s = ctx.inputs[0].type.shape;
-  const int64_t in_h = s[2], in_w = s[3];
-  const AxisTaps rows = axis_taps(spec, in_h, spec.out_h, spec.scale_h);
-  const AxisTaps cols = axis_taps(spec, in_w, spec.out_w, spec.scale_w);
-  const T* x = ctx.inputs[0].as<T>();
-  T* y = ctx.outputs[0].as<T>();
-  const int64_t out_w = spec.out_w;
-  const int64_t total_rows = s[0] * s[1] * spec.out_h;
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(out_w, 1));
-  parallel_for(total_rows, grain, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t plane = r / spec.out_h, oy = r % spec.out_h;
-      const T* src = x + plane * in_h * in_w;
-      T* out = y + r * out_w;
-      if (!spec.linear) {
-        const T* row = src + rows.first[oy] * in_w;
-        for (int64_t ox = 0; ox < out_w; ++ox) out[ox] = row[cols.first[ox]];
-        continue;
-      }
-      const T* top = src + rows.first[oy] * in_w;
-      const T* bottom = src + rows.second[oy] * in_w;
-      const T wy = static_cast<T>(rows.weight[oy]);
-      for (int64_t ox = 0; ox < out_w; ++ox) {
-        const int64_t c0 = cols.first[ox], c1 = cols.second[ox];
-        const T wx = static_cast<T>(cols.weight[ox]);
-        const T upper = (1 - wx) * top[c0] + wx * top[c1];
-        const T lower = (1 - wx) * bottom[c0] + wx * bottom[c1];
-        out[ox] = (1 - wy) * upper + wy * lower;
-      }
-    }
-  });
+  const AxisTaps rows = axis_taps(spec, s[2], spec.out_h, spec.scale_h);
+  const AxisTaps cols = axis_taps(spec, s[3], spec.out_w, spec.scale_w);
+  switch (spec.mode) {
+    case Mode::kNearest:
+      return resize_rows<T, 1, 1>(ctx, spec, rows, cols);
+    case Mode::kLinear:
+      return resize_rows<T, 2, 2>(ctx, spec, rows, cols);
+    case Mode::kCubic:
+      return resize_rows<T, 4, 4>(ctx, spec, rows, cols);
+  }
 }
 
 void resize_kernel(const ir::KernelContext& ctx) {
@@ -257,8 +315,9 @@ double ref_coordinate(const std::string& t, double x, double in, double out, dou
 }
 
 struct RefTaps {
-  int64_t index[2];
-  double coeff[2];
+  int count = 2;
+  int64_t index[4];
+  double coeff[4];
 };
 
 RefTaps ref_taps(const Attrs& attrs, int64_t o, int64_t in, int64_t out, double given) {
@@ -272,9 +331,38 @@ RefTaps ref_taps(const Attrs& attrs, int64_t o, int64_t in, int64_t out, double 
   const double scale = given > 0 ? given : static_cast<double>(out) / in;
   const bool integral = x == std::floor(x);
   const double ratio = integral ? 1.0 : x - std::floor(x);
+  RefTaps taps;
+  if (mode == "cubic") {
+    // ONNX's get_neighbor: the 4 indexes of the axis padded by 2 on each side nearest to x,
+    // ties to the smaller, in order.
+    std::vector<int64_t> candidates;
+    for (int64_t i = -2; i < in + 2; ++i) candidates.push_back(i);
+    std::stable_sort(candidates.begin(), candidates.end(), [x](int64_t a, int64_t b) {
+      return std::abs(x - double(a)) < std::abs(x - double(b));
+    });
+    candidates.resize(4);
+    std::sort(candidates.begin(), candidates.end());
+    const double a = std::get<double>(attrs.at("cubic_coeff_a"));
+    const double r = ratio, s = 1 - ratio;
+    const double c[4] = {((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+                         ((a + 2) * r - (a + 3)) * r * r + 1, ((a + 2) * s - (a + 3)) * s * s + 1,
+                         ((a * (s + 1) - 5 * a) * (s + 1) + 8 * a) * (s + 1) - 4 * a};
+    const bool exclude = std::get<bool>(attrs.at("exclude_outside"));
+    double sum = 0;
+    taps.count = 4;
+    for (int k = 0; k < 4; ++k) {
+      const int64_t i = candidates[size_t(k)];
+      taps.coeff[k] = exclude && (i < 0 || i >= in) ? 0.0 : c[k];
+      taps.index[k] = std::min(std::max<int64_t>(i, 0), in - 1);
+      sum += taps.coeff[k];
+    }
+    if (exclude) {
+      for (double& v : taps.coeff) v /= sum;
+    }
+    return taps;
+  }
   // Neighbours: (x - 1, x) for an integral x, (floor, floor + 1) otherwise.
   const int64_t left = integral ? static_cast<int64_t>(x) - 1 : static_cast<int64_t>(std::floor(x));
-  RefTaps taps;
   for (int k = 0; k < 2; ++k) taps.index[k] = std::min(std::max<int64_t>(left + k, 0), in - 1);
   if (mode == "linear") {
     taps.coeff[0] = 1 - ratio;
@@ -307,9 +395,9 @@ std::vector<RefTensor> resize_reference(std::span<const RefTensor> in, const Att
     const RefTaps ty = ref_taps(attrs, c[2], s[2], out_h, scale_h);
     const RefTaps tx = ref_taps(attrs, c[3], s[3], out_w, scale_w);
     double value = 0.0;
-    for (int i = 0; i < 2; ++i) {
+    for (int i = 0; i < ty.count; ++i) {
       double along_w = 0.0;
-      for (int j = 0; j < 2; ++j) {
+      for (int j = 0; j < tx.count; ++j) {
         along_w += tx.coeff[j] * in[0].values[ref_ravel({c[0], c[1], ty.index[i], tx.index[j]}, s)];
       }
       value += ty.coeff[i] * along_w;
@@ -321,8 +409,10 @@ std::vector<RefTensor> resize_reference(std::span<const RefTensor> in, const Att
 
 ir::Attrs resize_attrs(int64_t out_h, int64_t out_w, std::string mode, std::string transform,
                        std::string nearest = "round_prefer_floor", double scale_h = 0.0,
-                       double scale_w = 0.0) {
-  return {{"out_h", out_h},
+                       double scale_w = 0.0, double cubic_a = -0.75, bool exclude_outside = false) {
+  return {{"cubic_coeff_a", cubic_a},
+          {"exclude_outside", exclude_outside},
+          {"out_h", out_h},
           {"out_w", out_w},
           {"mode", std::move(mode)},
           {"coordinate_transformation_mode", std::move(transform)},
@@ -336,7 +426,12 @@ const ir::OpRegistration kResize =
         .arity(1)
         .attr("out_h", ir::AttrKind::kInt, std::nullopt, "the output's height (axis 2)")
         .attr("out_w", ir::AttrKind::kInt, std::nullopt, "the output's width (axis 3)")
-        .attr("mode", ir::AttrKind::kString, std::string("nearest"), "\"nearest\" or \"linear\"")
+        .attr("mode", ir::AttrKind::kString, std::string("nearest"),
+              "\"nearest\", \"linear\" or \"cubic\"")
+        .attr("cubic_coeff_a", ir::AttrKind::kFloat, -0.75,
+              "the cubic kernel's coefficient (-0.75 as ONNX and PyTorch, -0.5 as TensorFlow)")
+        .attr("exclude_outside", ir::AttrKind::kBool, false,
+              "cubic: taps outside x weigh 0, the others are scaled to sum to 1")
         .attr("coordinate_transformation_mode", ir::AttrKind::kString, std::string("half_pixel"),
               "\"half_pixel\", \"pytorch_half_pixel\", \"align_corners\", \"asymmetric\" or "
               "\"tf_half_pixel_for_nn\" (ONNX's formulas)")
@@ -375,10 +470,19 @@ const ir::OpRegistration kResize =
             sample({f32({1, 1, 3, 3})}, resize_attrs(3, 3, "nearest", "half_pixel", "floor")),
             sample({f32({2, 3, 4, 5})}, resize_attrs(0, 4, "linear", "half_pixel")),  // empty
             sample({f32({3, 2, 33, 40})}, resize_attrs(65, 17, "linear", "half_pixel")),
+            // Bicubic: up and down, every transform, TensorFlow's coefficient with the outside
+            // excluded, a given fractional scale, a one-row axis.
+            sample({f32({1, 2, 4, 4})}, resize_attrs(8, 7, "cubic", "half_pixel")),
+            sample({f32({2, 1, 9, 8})}, resize_attrs(4, 3, "cubic", "align_corners")),
+            sample({f32({1, 1, 5, 6})}, resize_attrs(9, 11, "cubic", "asymmetric")),
+            sample({f32({1, 3, 6, 5})}, resize_attrs(3, 8, "cubic", "pytorch_half_pixel")),
+            sample({f32({1, 1, 4, 4})}, resize_attrs(3, 3, "cubic", "half_pixel",
+                                                     "round_prefer_floor", 0.8, 0.8, -0.5, true)),
+            sample({f32({1, 2, 1, 7})}, resize_attrs(1, 13, "cubic", "half_pixel")),
         })
         .doc(
-            "the height and width of NCHW x resampled to (out_h, out_w), nearest or bilinear "
-            "(ONNX's Resize)");
+            "the height and width of NCHW x resampled to (out_h, out_w), nearest, bilinear or "
+            "bicubic (ONNX's Resize)");
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -365,6 +365,40 @@ TEST_F(OnnxImporterTest, LegacyOpsetsReadAsTheirOpset7Form) {
   EXPECT_EQ(std::string(e.what()).find('\x1b'), std::string::npos) << "escaped";
 }
 
+// A graph input an op needs as a constant (Resize's scales) is Unsupported, unless its value is
+// given in ImportOptions::input_values: the graph is specialized to it, and still takes the input.
+TEST_F(OnnxImporterTest, InputValuesSpecializeInputsThatMustBeKnown) {
+  ModelWriter m(13);
+  m.add_input("x", DType::kFloat32, {1, 1, 2, 2});
+  m.add_input("scales", DType::kFloat32, {4});
+  m.add_node("Resize", {"x", "", "scales"}, {"y"},
+             {{"mode", std::string("cubic")},
+              {"coordinate_transformation_mode", std::string("asymmetric")}});
+  m.add_output("y");
+  const Error e = import_error(m.serialize());
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(std::string(e.what()).find("'scales'"), std::string::npos) << e.what();
+
+  const Tensor scales = Tensor::from_vector<float>({1, 1, 2, 1}, {4});
+  onnx::ImportOptions options;
+  options.input_values["scales"] = scales;
+  onnx::ImportedModel model =
+      onnx::import_onnx_model_from_bytes(m.serialize(), "test.onnx", options);
+  ASSERT_EQ(model.inputs.size(), 2u);
+  std::map<std::string, Tensor> feed = {
+      {model.inputs[0], Tensor::from_vector<float>({1, 2, 3, 4}, {1, 1, 2, 2})},
+      {model.inputs[1], scales}};
+  engine::IrRunner runner(std::move(model.graph));
+  const Tensor y = runner.run(feed, 0).at(0).second;
+  // Asymmetric cubic doubling the height: rows at 0 and 1 exactly, rows between from Keys' kernel
+  // (A = -0.75) over the edge-clamped taps: at 0.5 the weights are (-0.09375, 0.59375, 0.59375,
+  // -0.09375) over rows (0, 0, 1, 1); at 1.5 over rows (0, 1, 1, 1).
+  const std::vector<float> want = {1, 2, 2, 3, 3, 4, 3.1875f, 4.1875f};
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 4, 2}));
+  const std::vector<float> got = y.to_vector<float>();
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+}
+
 TEST_F(OnnxImporterTest, DynamicDimensionsAskForStaticShapes) {
   ModelWriter m;
   m.add_input("x", DType::kFloat32, {1, 4}, {"batch", ""});

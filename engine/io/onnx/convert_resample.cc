@@ -238,8 +238,8 @@ void Importer::convert_resize() {
   Value x = input(0);
   require_float(x, "x");
   const std::string mode = attr_string("mode", "nearest");
-  if (mode == "cubic") unsupported("mode \"cubic\" is not supported; nearest and linear are");
-  MF_CHECK(mode == "nearest" || mode == "linear", InvalidArgument, describe(),
+  MF_CHECK(mode == "nearest" || mode == "linear" || (mode == "cubic" && opset_ >= 11),
+           InvalidArgument, describe(),
            ": mode must be \"nearest\", \"linear\" or \"cubic\", got \"", echo(mode, 40), "\"");
   ResampleRequest request;
   request.axes = all_axes(rank_of(x));
@@ -295,6 +295,10 @@ void Importer::convert_resize() {
   attrs["mode"] = mode;
   attrs["coordinate_transformation_mode"] = transform;
   attrs["nearest_mode"] = nearest;
+  if (mode == "cubic") {
+    attrs["cubic_coeff_a"] = attr_float("cubic_coeff_a", -0.75);
+    attrs["exclude_outside"] = attr_int("exclude_outside", 0) != 0;
+  }
   set_output(0, emit("resize", {x}, std::move(attrs)));
 }
 

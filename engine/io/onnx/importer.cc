@@ -341,6 +341,13 @@ std::optional<HostTensor> Importer::known(size_t i) {
   if (it != values_.end()) {
     if (const ir::Constant* c = it->second.constant())
       return HostTensor{c->type(), {c->bytes().begin(), c->bytes().end()}};
+    auto given = options_.input_values.find(name);
+    if (given != options_.input_values.end() && it->second.type() == given->second.type() &&
+        !initializers_.count(name)) {
+      given->second.sync();
+      const auto* bytes = static_cast<const uint8_t*>(given->second.raw_data());
+      return HostTensor{given->second.type(), {bytes, bytes + given->second.nbytes()}};
+    }
     return std::nullopt;
   }
   auto init = initializers_.find(name);

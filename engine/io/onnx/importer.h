@@ -47,6 +47,10 @@ struct ImportOptions {
   // Graph inputs (by ONNX name) frozen to these values: they become constants, so inputs that
   // carry shapes or axes (Reshape's shape, Slice's starts) fold as if they were initializers.
   std::map<std::string, Tensor> frozen_inputs;
+  // Values of graph inputs (by ONNX name) the importer may read where an op needs a constant
+  // (Resize's scales, CumSum's axis, Range's bounds): the graph is then specialized to them. The
+  // inputs stay inputs, fed as usual, wherever they are read as data.
+  std::map<std::string, Tensor> input_values;
 };
 
 // Reads and imports a .onnx file. `source` names the model in error messages.

@@ -1,5 +1,7 @@
 // ONNX import: ops composed from registry ops that belong to no other family: EyeLike, OneHot and
 // MeanVarianceNormalization. Each is a few registry ops; with known operands they fold at import.
+// The windows (HannWindow, HammingWindow, BlackmanWindow) depend on their size alone, which must
+// be known: they are constants.
 
 #include "engine/io/onnx/importer_impl.h"
 
@@ -26,6 +28,9 @@ void Importer::add_extra_converters(ConverterTable& table) {
                             {"EyeLike", &Importer::convert_eye_like},
                             {"MeanVarianceNormalization", &Importer::convert_mvn},
                             {"OneHot", &Importer::convert_one_hot},
+                            {"HannWindow", &Importer::convert_window},
+                            {"HammingWindow", &Importer::convert_window},
+                            {"BlackmanWindow", &Importer::convert_window},
                         });
 }
 
@@ -135,6 +140,39 @@ void Importer::convert_mvn() {
   const Value variance = emit("sub", {mean_of_squares, emit("mul", {mean, mean})});
   const Value deviation = emit("add", {emit("sqrt", {variance}), scalar(1e-9, t)});
   set_output(0, emit("div", {emit("sub", {x, mean}), deviation}));
+}
+
+// A window of `size` values w(n) = sum_k a_k cos(2 pi k n / N), N = size when periodic (the
+// default) and size - 1 otherwise, as ONNX defines them: Hann a = (1/2, -1/2), Hamming
+// (25/46, -21/46), Blackman (0.42, -0.5, 0.08). Computed in double, stored in output_datatype.
+void Importer::convert_window() {
+  MF_CHECK(opset_ >= 17, InvalidArgument, describe(), ": ", echo(node_->op_type(), 40),
+           " exists from opset 17 on; the node is malformed");
+  const std::vector<int64_t> size = known_ints(0, "size");
+  MF_CHECK(size.size() == 1 && size[0] >= 0 && size[0] <= ir::kMaxTensorElements / 8,
+           InvalidArgument, describe(), ": size must be one value in [0, 2^37]");
+  const int64_t n = size[0];
+  const std::optional<DType> dtype = to_dtype(int32_t(attr_int("output_datatype", 1)));
+  if (!dtype)
+    unsupported("output_datatype " + std::to_string(attr_int("output_datatype", 1)) + "; " +
+                kSupportedTypes);
+  const std::string& op = node_->op_type();
+  const std::vector<double> a = op == "HannWindow"      ? std::vector<double>{0.5, -0.5}
+                                : op == "HammingWindow" ? std::vector<double>{25.0 / 46, -21.0 / 46}
+                                                        : std::vector<double>{0.42, -0.5, 0.08};
+  const double period = attr_int("periodic", 1) != 0 ? double(n) : double(n - 1);
+  std::vector<double> w(size_t(n), 1.0);  // a window of one value (period 0) is 1
+  if (period > 0) {
+    for (int64_t i = 0; i < n; ++i) {
+      double v = 0;
+      for (size_t k = 0; k < a.size(); ++k) v += a[k] * std::cos(2 * M_PI * double(k) * i / period);
+      w[size_t(i)] = v;
+    }
+  }
+  set_output(0, ir::visit_dtype(*dtype, [&](auto tag) {
+               using T = decltype(tag);
+               return graph_->add_constant<T>({n}, std::vector<T>(w.begin(), w.end()));
+             }));
 }
 
 }  // namespace mf::onnx::detail

@@ -192,7 +192,8 @@ class Importer {
   void convert_cast_like();
   void convert_eye_like();  // EyeLike (convert_extra.cc, as the two below)
   void convert_one_hot();
-  void convert_mvn();  // MeanVarianceNormalization
+  void convert_mvn();     // MeanVarianceNormalization
+  void convert_window();  // HannWindow, HammingWindow, BlackmanWindow
 
   Value matmul(Value a, Value b);
   // Window attributes of Conv and the pools for a 2-D op (1-D inputs are lifted to 2-D first).

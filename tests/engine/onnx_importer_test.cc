@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -397,6 +398,46 @@ TEST_F(OnnxImporterTest, InputValuesSpecializeInputsThatMustBeKnown) {
   ASSERT_EQ(y.shape(), (Shape{1, 1, 4, 2}));
   const std::vector<float> got = y.to_vector<float>();
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+}
+
+// A reverse RNN over sequences of different lengths: each entry runs from its own last step back
+// to the first, Y is 0 past its length and Y_h is the state after its first step. The expected
+// values are the ONNX equations written out here.
+TEST_F(OnnxImporterTest, ReverseRnnHonoursSequenceLengthsAndClip) {
+  const int64_t steps = 3, batch = 2, hidden = 2;
+  const std::vector<float> xs = {0.5f, -1.0f, 1.5f, 0.25f, -0.75f, 2.0f};  // (steps, batch, 1)
+  const std::vector<float> w = {0.8f, -0.6f}, r = {0.5f, -0.3f, 0.2f, 0.9f};
+  const std::vector<float> b = {0.1f, -0.2f, 0.05f, 0.3f};
+  const std::vector<int64_t> lengths = {3, 1};
+  ModelWriter m(14);
+  m.add_input("x", DType::kFloat32, {steps, batch, 1});
+  m.add_initializer("w", Tensor::from_vector(w, {1, hidden, 1}));
+  m.add_initializer("r", Tensor::from_vector(r, {1, hidden, hidden}));
+  m.add_initializer("b", Tensor::from_vector(b, {1, 2 * hidden}));
+  m.add_initializer("lens", Tensor::from_vector(std::vector<int32_t>{3, 1}, {batch}));
+  m.add_node("RNN", {"x", "w", "r", "b", "lens"}, {"y", "y_h"},
+             {{"hidden_size", hidden}, {"direction", std::string("reverse")}, {"clip", 1.0}});
+  m.add_output("y");
+  m.add_output("y_h");
+  std::vector<float> y(size_t(steps * batch * hidden), 0.0f), h(size_t(batch * hidden), 0.0f);
+  for (int64_t n = 0; n < batch; ++n) {
+    std::vector<double> state(size_t(hidden), 0.0);
+    for (int64_t t = lengths[size_t(n)] - 1; t >= 0; --t) {
+      std::vector<double> next(static_cast<size_t>(hidden), 0.0);
+      for (int64_t j = 0; j < hidden; ++j) {
+        double z = xs[size_t(t * batch + n)] * w[size_t(j)] + b[size_t(j)] + b[size_t(hidden + j)];
+        for (int64_t k = 0; k < hidden; ++k) z += state[size_t(k)] * r[size_t(j * hidden + k)];
+        next[size_t(j)] = std::tanh(std::clamp(z, -1.0, 1.0));
+        y[size_t((t * batch + n) * hidden + j)] = float(next[size_t(j)]);
+      }
+      state = next;
+    }
+    for (int64_t j = 0; j < hidden; ++j) h[size_t(n * hidden + j)] = float(state[size_t(j)]);
+  }
+  check(m, {{"x", Tensor::from_vector(xs, {steps, batch, 1})}},
+        {Tensor::from_vector(y, {steps, 1, batch, hidden}),
+         Tensor::from_vector(h, {1, batch, hidden})},
+        1e-6);
 }
 
 TEST_F(OnnxImporterTest, DynamicDimensionsAskForStaticShapes) {

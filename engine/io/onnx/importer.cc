@@ -240,6 +240,7 @@ const Importer::ConverterTable& Importer::converters() {
     add_resample_converters(t);
     add_loss_converters(t);
     add_extra_converters(t);
+    add_recurrent_converters(t);
     add_constant_converters(t);
     return t;
   }();

@@ -57,6 +57,7 @@ class Importer {
   static void add_resample_converters(ConverterTable& table);     // convert_resample.cc
   static void add_loss_converters(ConverterTable& table);         // convert_loss.cc
   static void add_extra_converters(ConverterTable& table);        // convert_extra.cc
+  static void add_recurrent_converters(ConverterTable& table);    // convert_recurrent.cc
 
   void read_opset();
   void collect_initializers();
@@ -192,8 +193,12 @@ class Importer {
   void convert_cast_like();
   void convert_eye_like();  // EyeLike (convert_extra.cc, as the two below)
   void convert_one_hot();
-  void convert_mvn();     // MeanVarianceNormalization
-  void convert_window();  // HannWindow, HammingWindow, BlackmanWindow
+  void convert_mvn();  // MeanVarianceNormalization
+  void convert_window();
+  void convert_recurrent();  // RNN, GRU, LSTM
+  Value recurrent_activation(Value x, const std::string& name, double alpha, double beta,
+                             bool has_alpha,
+                             bool has_beta);  // HannWindow, HammingWindow, BlackmanWindow
 
   Value matmul(Value a, Value b);
   // Window attributes of Conv and the pools for a 2-D op (1-D inputs are lifted to 2-D first).

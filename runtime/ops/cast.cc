@@ -1,5 +1,8 @@
 // cast(x) {dtype}: converts between any two dtypes as C++ does (float -> int truncates toward zero,
-// anything -> Bool is x != 0, Bool -> number is 0 or 1).
+// anything -> Bool is x != 0, Bool -> number is 0 or 1). Where C++ leaves float -> int undefined,
+// the result is defined here: NaN gives 0 and a value beyond the integer's range its nearest bound
+// (numpy and PyTorch give INT_MIN on x86, as the instruction does; an undefined conversion may
+// give anything once optimized, and a sanitizer stops on it).
 //
 // Not marked kElementwise: its output dtype comes from an attribute, which the attribute-free tile
 // math of ElementwiseMath cannot express; fusion treats it as a cluster boundary.
@@ -7,6 +10,8 @@
 #include <Eigen/Core>
 
 #include <cmath>
+#include <limits>
+#include <type_traits>
 
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
@@ -19,8 +24,23 @@ constexpr int64_t kChunk = 1 << 15;
 
 template <typename From, typename To>
 void cast_range(const From* in, To* out, int64_t n) {
-  Eigen::Map<Eigen::Array<To, Eigen::Dynamic, 1>>(out, n) =
-      Eigen::Map<const Eigen::Array<From, Eigen::Dynamic, 1>>(in, n).template cast<To>();
+  if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To> &&
+                !std::is_same_v<To, bool>) {
+    // The bounds as From: To's max may not be representable (2^63 - 1 rounds up to 2^63), so the
+    // upper test is >= the first value past it.
+    constexpr From kLow = static_cast<From>(std::numeric_limits<To>::min());
+    constexpr From kPastHigh = -kLow;
+    for (int64_t i = 0; i < n; ++i) {
+      const From v = in[i];
+      out[i] = v != v           ? To(0)
+               : v <= kLow      ? std::numeric_limits<To>::min()
+               : v >= kPastHigh ? std::numeric_limits<To>::max()
+                                : static_cast<To>(v);
+    }
+  } else {
+    Eigen::Map<Eigen::Array<To, Eigen::Dynamic, 1>>(out, n) =
+        Eigen::Map<const Eigen::Array<From, Eigen::Dynamic, 1>>(in, n).template cast<To>();
+  }
 }
 
 void cast_kernel(const ir::KernelContext& ctx) {
@@ -46,8 +66,13 @@ double cast_value(double x, DType to) {
     case DType::kFloat64:
       return x;
     case DType::kInt32:
-    case DType::kInt64:
+    case DType::kInt64: {
+      if (std::isnan(x)) return 0.0;
+      const double low = to == DType::kInt32 ? -2147483648.0 : -9223372036854775808.0;
+      if (x <= low) return low;
+      if (x >= -low) return to == DType::kInt32 ? 2147483647.0 : 9223372036854775807.0;
       return std::trunc(x);
+    }
     case DType::kBool:
       return x != 0.0 ? 1.0 : 0.0;
   }
@@ -77,6 +102,8 @@ const ir::OpRegistration kCast =
             sample({f64({4})}, {{"dtype", DType::kFloat32}}),
             sample({boolean({6})}, {{"dtype", DType::kFloat32}}),
             sample({i32({6})}, {{"dtype", DType::kFloat64}}),
+            // Past int32's range both ways (saturated): the samples draw from [-4e9, 4e9].
+            sample({f64({64})}, {{"dtype", DType::kInt32}}, -4e9, 4e9),
         })
         .doc("converts x to the dtype attribute (float -> int truncates toward zero)");
 

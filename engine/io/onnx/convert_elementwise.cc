@@ -99,9 +99,15 @@ void Importer::convert_binary() {
   };
   Value a = input(0), b = input(1);
   if (node_->op_type() == "Pow" && !ir::is_floating(a.type().dtype)) {
-    unsupported(
-        "an integer base is not supported (pow is computed in floating point); cast the "
-        "base to float before export");
+    // An integer base: computed in float64 (exact wherever the result fits in 53 bits) and
+    // truncated back to the base's type, as ONNX's reference (numpy's power, then astype) does.
+    const DType base = a.type().dtype;
+    MF_CHECK(base == DType::kInt32 || base == DType::kInt64, InvalidArgument, describe(),
+             ": Pow's base must be numeric, got ", ir::dtype_name(base));
+    const Value wide = emit("pow", {emit("cast", {a}, {{"dtype", DType::kFloat64}}),
+                                    emit("cast", {b}, {{"dtype", DType::kFloat64}})});
+    set_output(0, emit("cast", {wide}, {{"dtype", base}}));
+    return;
   }
   // Pow alone lets the exponent's type differ from the base's; the IR wants one dtype.
   if (node_->op_type() == "Pow" && b.type().dtype != a.type().dtype) {
@@ -156,7 +162,16 @@ void Importer::convert_identity() {
 void Importer::convert_dropout() {
   if (opset_ >= 12) {
     if (std::optional<HostTensor> training = known(2); training && training->size() == 1) {
-      if (training->at(0) != 0) unsupported("training_mode is true; export the model in eval mode");
+      // Training with ratio 0 drops nothing: the identity, as in inference. Any other ratio is
+      // random.
+      const std::optional<HostTensor> ratio = known(1);
+      const bool keeps_all =
+          !has_input(1) ? false : ratio && ratio->size() == 1 && ratio->at(0) == 0;
+      if (training->at(0) != 0 && !keeps_all) {
+        unsupported(
+            "training_mode is true with a ratio other than 0 (random); export the model in "
+            "eval mode");
+      }
     } else if (has_input(2)) {
       unsupported("training_mode is not a constant; export the model in eval mode");
     }

@@ -148,18 +148,46 @@ void Importer::convert_slice() {
       InvalidArgument, describe(), ": starts, ends, axes and steps must have one length");
   std::vector<int64_t> begin(rank, 0), end(rank, kInt64Max), stride(rank, 1);
   std::vector<bool> seen(rank, false);
+  struct Reversed {
+    int64_t axis, start, end, step;
+  };
+  std::vector<Reversed> reversed;
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t axis = axes[i] < 0 ? axes[i] + rank : axes[i];
     MF_CHECK(axis >= 0 && axis < rank && !seen[axis], InvalidArgument, describe(), ": axis ",
              axes[i], " is out of range or repeated for rank ", rank);
     seen[axis] = true;
-    MF_CHECK(steps[i] != 0, InvalidArgument, describe(), ": steps must not be 0");
-    if (steps[i] < 0) unsupported("negative steps (reversing slices) are not supported");
+    MF_CHECK(steps[i] != 0 && steps[i] > INT64_MIN, InvalidArgument, describe(),
+             ": steps must not be 0 (or -2^63)");
+    if (steps[i] < 0) {
+      reversed.push_back({axis, starts[i], ends[i], steps[i]});
+      continue;
+    }
     begin[axis] = starts[i];
     end[axis] = ends[i];
     stride[axis] = steps[i];
   }
-  set_output(0, emit("slice", {x}, {{"begin", begin}, {"end", end}, {"strides", stride}}));
+  Value y = emit("slice", {x}, {{"begin", begin}, {"end", end}, {"strides", stride}});
+  // A negative step walks the axis backwards: the positions it visits, computed here as ONNX
+  // clamps them (start into [0, dim - 1], end into [-1, dim - 1]), picked by a gather.
+  for (const Reversed& r : reversed) {
+    const int64_t dim = shape_of(y)[size_t(r.axis)];
+    const auto from_end = [dim](int64_t v) { return v < 0 ? (v < -dim ? -1 : v + dim) : v; };
+    const int64_t first = std::min(from_end(r.start), dim - 1);
+    const int64_t stop = std::min(from_end(r.end), dim - 1);
+    if (first > stop && (first - stop) / -r.step > (int64_t{1} << 24)) {
+      unsupported("a reversing slice of more than 2^24 positions");
+    }
+    std::vector<int64_t> picked;
+    for (int64_t p = first; p > stop && p >= 0; p += r.step) {
+      picked.push_back(p);
+      if (p < -r.step) break;  // the next step would pass below 0
+    }
+    const int64_t n = int64_t(picked.size());
+    y = emit("gather", {y, graph_->add_constant<int64_t>({n}, std::move(picked))},
+             {{"axis", r.axis}});
+  }
+  set_output(0, y);
 }
 
 void Importer::convert_squeeze() {

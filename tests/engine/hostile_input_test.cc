@@ -418,6 +418,30 @@ TEST_F(HostileInputTest, EchoedInputIsEscapedAndCut) {
 
 // fill refuses a value its dtype cannot hold (it once stored INT_MIN silently), and a NaN value
 // is named as such rather than called an incomplete attribute.
+// C++ leaves a float that an integer cannot hold undefined (optimized code may give anything); the
+// cast op defines it: NaN is 0, beyond the range the nearest bound. Long enough for the vector
+// paths, in both precisions.
+TEST_F(HostileInputTest, CastOfFloatsBeyondAnIntegerIsDefined) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {std::nanf(""), 1e10f, -1e10f, 3e9f, -3e9f, inf, -inf, 2147483520.f};
+  std::vector<int32_t> want = {0,         INT32_MAX, INT32_MIN, INT32_MAX,
+                               INT32_MIN, INT32_MAX, INT32_MIN, 2147483520};
+  for (int i = 0; i < 5; ++i) {
+    x.insert(x.end(), x.begin(), x.begin() + 8);
+    want.insert(want.end(), want.begin(), want.begin() + 8);
+  }
+  const Tensor t = Tensor::from_vector(x, {int64_t(x.size())});
+  EXPECT_EQ(ops::call("cast", {t}, {{"dtype", ir::DType::kInt32}})[0].to_vector<int32_t>(), want);
+  const Tensor wide = ops::call("cast", {t}, {{"dtype", ir::DType::kFloat64}})[0];
+  EXPECT_EQ(ops::call("cast", {wide}, {{"dtype", ir::DType::kInt32}})[0].to_vector<int32_t>(),
+            want);
+  const std::vector<int64_t> big =
+      ops::call("cast", {Tensor::from_vector<double>({1e19, -1e19, std::nan("")}, {3})},
+                {{"dtype", ir::DType::kInt64}})[0]
+          .to_vector<int64_t>();
+  EXPECT_EQ(big, (std::vector<int64_t>{INT64_MAX, INT64_MIN, 0}));
+}
+
 TEST_F(HostileInputTest, FillValuesMustFitTheirDtype) {
   for (double value : {1e300, 3e9, std::nan("")}) {
     expect_error(

@@ -440,6 +440,52 @@ TEST_F(OnnxImporterTest, ReverseRnnHonoursSequenceLengthsAndClip) {
         1e-6);
 }
 
+// Einsum with three operands (a chain contracted to a scalar) and with broadcast ellipses and an
+// implicit output, against the sums written out.
+TEST_F(OnnxImporterTest, EinsumContractsChainsAndBroadcastsEllipses) {
+  const auto values = [](int64_t n, float scale) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[size_t(i)] = scale * float((i * 7) % 11) - 2.0f;
+    return v;
+  };
+  const std::vector<float> a = values(12, 0.5f), b = values(20, 0.25f), c = values(15, 0.125f);
+  ModelWriter chain(13);
+  chain.add_input("a", DType::kFloat32, {3, 4});
+  chain.add_input("b", DType::kFloat32, {4, 5});
+  chain.add_input("c", DType::kFloat32, {3, 5});
+  chain.add_node("Einsum", {"a", "b", "c"}, {"y"}, {{"equation", std::string("ij,jk,ik->")}});
+  chain.add_output("y");
+  double sum = 0;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < 5; ++k) sum += double(a[i * 4 + j]) * b[j * 5 + k] * c[i * 5 + k];
+  check(chain,
+        {{"a", Tensor::from_vector(a, {3, 4})},
+         {"b", Tensor::from_vector(b, {4, 5})},
+         {"c", Tensor::from_vector(c, {3, 5})}},
+        {Tensor::from_vector<float>({float(sum)}, {})}, 1e-5);
+
+  // (2, 1, 2, 3) x (4, 3, 2): the ellipses (2, 1) and (4,) broadcast to (2, 4).
+  const std::vector<float> x = values(12, 0.5f), y = values(24, 0.25f);
+  ModelWriter ellipsis(13);
+  ellipsis.add_input("x", DType::kFloat32, {2, 1, 2, 3});
+  ellipsis.add_input("y", DType::kFloat32, {4, 3, 2});
+  ellipsis.add_node("Einsum", {"x", "y"}, {"z"}, {{"equation", std::string("...ij,...jk")}});
+  ellipsis.add_output("z");
+  std::vector<float> z;
+  for (int p = 0; p < 2; ++p)
+    for (int q = 0; q < 4; ++q)
+      for (int i = 0; i < 2; ++i)
+        for (int k = 0; k < 2; ++k) {
+          double v = 0;
+          for (int j = 0; j < 3; ++j) v += double(x[(p * 2 + i) * 3 + j]) * y[(q * 3 + j) * 2 + k];
+          z.push_back(float(v));
+        }
+  check(ellipsis,
+        {{"x", Tensor::from_vector(x, {2, 1, 2, 3})}, {"y", Tensor::from_vector(y, {4, 3, 2})}},
+        {Tensor::from_vector(z, {2, 4, 2, 2})}, 1e-5);
+}
+
 TEST_F(OnnxImporterTest, DynamicDimensionsAskForStaticShapes) {
   ModelWriter m;
   m.add_input("x", DType::kFloat32, {1, 4}, {"batch", ""});

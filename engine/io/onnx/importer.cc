@@ -241,6 +241,7 @@ const Importer::ConverterTable& Importer::converters() {
     add_loss_converters(t);
     add_extra_converters(t);
     add_recurrent_converters(t);
+    add_einsum_converters(t);
     add_constant_converters(t);
     return t;
   }();

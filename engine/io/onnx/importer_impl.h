@@ -58,6 +58,7 @@ class Importer {
   static void add_loss_converters(ConverterTable& table);         // convert_loss.cc
   static void add_extra_converters(ConverterTable& table);        // convert_extra.cc
   static void add_recurrent_converters(ConverterTable& table);    // convert_recurrent.cc
+  static void add_einsum_converters(ConverterTable& table);       // convert_einsum.cc
 
   void read_opset();
   void collect_initializers();
@@ -196,6 +197,7 @@ class Importer {
   void convert_mvn();  // MeanVarianceNormalization
   void convert_window();
   void convert_recurrent();  // RNN, GRU, LSTM
+  void convert_einsum();
   Value recurrent_activation(Value x, const std::string& name, double alpha, double beta,
                              bool has_alpha,
                              bool has_beta);  // HannWindow, HammingWindow, BlackmanWindow

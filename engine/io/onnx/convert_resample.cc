@@ -146,7 +146,25 @@ void Importer::add_resample_converters(ConverterTable& table) {
                             {"Pad", &Importer::convert_pad},
                             {"Resize", &Importer::convert_resize},
                             {"Upsample", &Importer::convert_upsample},
+                            {"GridSample", &Importer::convert_grid_sample},
                         });
+}
+
+// GridSample (opset 16: 2-D, modes bilinear, nearest, bicubic) is the registry's grid_sample.
+void Importer::convert_grid_sample() {
+  MF_CHECK(opset_ >= 16, InvalidArgument, describe(),
+           ": GridSample exists from opset 16 on; the node is malformed");
+  Value x = input(0), grid = input(1);
+  require_float(x, "X");
+  if (rank_of(x) != 4) {
+    unsupported("only 2-D sampling (X of rank 4) is supported, got X " +
+                ir::shape_to_string(shape_of(x)));
+  }
+  if (grid.type().dtype != x.type().dtype) grid = emit("cast", {grid}, {{"dtype", x.type().dtype}});
+  set_output(0, emit("grid_sample", {x, grid},
+                     {{"mode", attr_string("mode", "bilinear")},
+                      {"padding_mode", attr_string("padding_mode", "zeros")},
+                      {"align_corners", attr_int("align_corners", 0) != 0}}));
 }
 
 void Importer::convert_pad() {

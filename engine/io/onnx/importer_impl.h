@@ -198,6 +198,7 @@ class Importer {
   void convert_window();
   void convert_recurrent();  // RNN, GRU, LSTM
   void convert_einsum();
+  void convert_grid_sample();
   Value recurrent_activation(Value x, const std::string& name, double alpha, double beta,
                              bool has_alpha,
                              bool has_beta);  // HannWindow, HammingWindow, BlackmanWindow

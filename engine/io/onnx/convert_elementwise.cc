@@ -64,6 +64,7 @@ void Importer::add_elementwise_converters(ConverterTable& table) {
                             {"ThresholdedRelu", &Importer::convert_thresholded_relu},
                             {"Sin", &Importer::convert_unary},
                             {"Cos", &Importer::convert_unary},
+                            {"Det", &Importer::convert_unary},
                             {"Tan", &Importer::convert_unary},
                             {"Asin", &Importer::convert_unary},
                             {"Acos", &Importer::convert_unary},
@@ -86,7 +87,7 @@ void Importer::convert_unary() {
       {"Sign", "sign"},       {"Sqrt", "sqrt"},   {"Tanh", "tanh"},   {"Sin", "sin"},
       {"Cos", "cos"},         {"Tan", "tan"},     {"Asin", "asin"},   {"Acos", "acos"},
       {"Atan", "atan"},       {"Sinh", "sinh"},   {"Cosh", "cosh"},   {"Asinh", "asinh"},
-      {"Acosh", "acosh"},     {"Atanh", "atanh"},
+      {"Acosh", "acosh"},     {"Atanh", "atanh"}, {"Det", "det"},
   };
   set_output(0, emit(ops.at(node_->op_type()), {input(0)}));
 }

@@ -87,6 +87,20 @@ size_t RegularFile::read(void* out, size_t n) {
   return done;
 }
 
+size_t RegularFile::read_at(uint64_t offset, void* out, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got =
+        ::pread(fd_, static_cast<char*>(out) + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    MF_CHECK(got >= 0, DataLoss, "reading ", what_, " '", echo(path_.string()),
+             "' failed: ", std::strerror(errno));
+    if (got == 0) break;
+    done += static_cast<size_t>(got);
+  }
+  return done;
+}
+
 std::string read_regular_file(const std::filesystem::path& path, size_t max_bytes,
                               std::string_view what) {
   RegularFile file(path, what);

@@ -41,6 +41,8 @@ class RegularFile {
   // Reads up to `n` bytes at the current position into `out`; returns how many were read (fewer
   // only at the end of the file). DataLoss when reading fails.
   size_t read(void* out, size_t n);
+  // Reads up to `n` bytes at `offset` (the position is unchanged); fewer only at the end.
+  size_t read_at(uint64_t offset, void* out, size_t n);
 
  private:
   std::filesystem::path path_;

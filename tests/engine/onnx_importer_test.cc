@@ -3,12 +3,14 @@
 // unsupported files must fail with a clear mf::Error, never a crash.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "context/context.h"
@@ -484,6 +486,60 @@ TEST_F(OnnxImporterTest, EinsumContractsChainsAndBroadcastsEllipses) {
   check(ellipsis,
         {{"x", Tensor::from_vector(x, {2, 1, 2, 3})}, {"y", Tensor::from_vector(y, {4, 3, 2})}},
         {Tensor::from_vector(z, {2, 4, 2, 2})}, 1e-5);
+}
+
+// Initializers kept as external data are read from files in the model's folder, at their offset;
+// a location that leaves the folder (.., an absolute path, a symbolic link out) or data past the
+// end of its file is refused, and so is external data in a model given as bytes.
+TEST_F(OnnxImporterTest, ExternalDataIsReadFromTheModelsFolderOnly) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("mf_external_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "model");
+  const std::vector<float> w = {1.5f, -2.0f, 0.25f, 4.0f};
+  std::string bytes(8, 'x');  // 8 bytes before the tensor: the offset must be honoured
+  bytes.append(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(float));
+  std::ofstream(dir / "model" / "weights.bin", std::ios::binary) << bytes;
+  std::ofstream(dir / "outside.bin", std::ios::binary) << bytes;
+  fs::create_symlink(dir / "outside.bin", dir / "model" / "link.bin");
+  const auto model = [&](const std::string& location, const std::string& offset) {
+    ModelWriter m;
+    m.add_input("x", DType::kFloat32, {4});
+    m.add_external_initializer("w", 1, {4},
+                               {{"location", location}, {"offset", offset}, {"length", "16"}});
+    m.add_node("Mul", {"x", "w"}, {"y"});
+    m.add_output("y");
+    m.save(dir / "model" / "m.onnx");
+    return m.serialize();
+  };
+  model("weights.bin", "8");
+  onnx::ImportedModel imported = onnx::import_onnx_model(dir / "model" / "m.onnx");
+  ASSERT_EQ(imported.weights.size(), 1u);
+  EXPECT_EQ(imported.weights.begin()->second.to_vector<float>(), w);
+
+  for (const std::string& location :
+       {std::string("../outside.bin"), (dir / "outside.bin").string(), std::string("link.bin"),
+        std::string("sub/../../outside.bin")}) {
+    model(location, "8");
+    try {
+      onnx::import_onnx_model(dir / "model" / "m.onnx");
+      ADD_FAILURE() << location << " was read";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("model's folder"), std::string::npos) << e.what();
+    }
+  }
+  model("weights.bin", "16");  // 16 bytes from 16: past the end of the 24-byte file
+  try {
+    onnx::import_onnx_model(dir / "model" / "m.onnx");
+    ADD_FAILURE() << "data past the end was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kDataLoss) << e.what();
+  }
+  const Error e = import_error(model("weights.bin", "8"));
+  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(std::string(e.what()).find("from its file"), std::string::npos) << e.what();
+  fs::remove_all(dir);
 }
 
 TEST_F(OnnxImporterTest, DynamicDimensionsAskForStaticShapes) {

@@ -105,9 +105,85 @@ void Importer::collect_initializers() {
   for (const TensorProto& t : graph_proto_.initializer()) {
     MF_CHECK(!t.name().empty(), InvalidArgument, source_,
              ": an initializer has no name; the file is damaged");
-    MF_CHECK(initializers_.emplace(t.name(), &t).second, InvalidArgument, source_,
+    const TensorProto* stored = &t;
+    if (t.data_location() == TensorProto::EXTERNAL) {
+      external_copies_.push_back(with_external_data(t));
+      stored = &external_copies_.back();
+    }
+    MF_CHECK(initializers_.emplace(t.name(), stored).second, InvalidArgument, source_,
              ": initializer '", echo(t.name(), 80), "' is defined twice");
   }
+}
+
+// An initializer kept in a file beside the model (ONNX's external data: `location`, `offset`,
+// `length`), as a copy with its bytes inline. The location is relative to the model's folder and
+// must stay inside it (no absolute path, no "..", no symbolic link leading out), name a regular
+// file, and hold offset + length bytes.
+TensorProto Importer::with_external_data(const TensorProto& t) const {
+  const std::string name = quoted_name(t.name());
+  MF_CHECK(!options_.external_data_dir.empty(), Unsupported, source_, ": initializer ", name,
+           " keeps its data in an external file; import the model from its file so that its "
+           "folder can be read");
+  std::string location;
+  uint64_t offset = 0, length = 0;
+  bool has_length = false;
+  for (const StringStringEntryProto& e : t.external_data()) {
+    const auto number = [&](const std::string& text) {
+      MF_CHECK(!text.empty() && text.size() <= 19 &&
+                   text.find_first_not_of("0123456789") == std::string::npos,
+               DataLoss, source_, ": initializer ", name, "'s external ", echo(e.key(), 40), " '",
+               echo(text, 40), "' is not a number");
+      return std::stoull(text);
+    };
+    if (e.key() == "location") location = e.value();
+    if (e.key() == "offset") offset = number(e.value());
+    if (e.key() == "length") {
+      length = number(e.value());
+      has_length = true;
+    }
+  }
+  namespace fs = std::filesystem;
+  const fs::path relative(location);
+  bool climbs = false;
+  for (const fs::path& part : relative) climbs = climbs || part == "..";
+  MF_CHECK(!location.empty() && location.find('\0') == std::string::npos &&
+               relative.is_relative() && !climbs,
+           InvalidArgument, source_, ": initializer ", name, "'s external data location '",
+           echo(location), "' must be a relative path inside the model's folder");
+  std::error_code ec;
+  const fs::path root = fs::canonical(options_.external_data_dir, ec);
+  const fs::path file = fs::weakly_canonical(options_.external_data_dir / relative, ec);
+  const auto [end, _] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
+  MF_CHECK(!ec && end == root.end(), InvalidArgument, source_, ": initializer ", name,
+           "'s external data '", echo(location), "' leads outside the model's folder");
+  RegularFile data(file, "external data file");
+  MF_CHECK(offset <= data.size(), DataLoss, source_, ": initializer ", name, "'s external data ",
+           "offset ", offset, " is past the end of '", echo(location), "' (", data.size(),
+           " bytes)");
+  if (!has_length) length = data.size() - offset;
+  MF_CHECK(length <= data.size() - offset, DataLoss, source_, ": initializer ", name,
+           "'s external data (", length, " bytes at offset ", offset, ") is past the end of '",
+           echo(location), "' (", data.size(), " bytes)");
+  // The element count the dims give bounds the read (decode_tensor checks the exact size).
+  uint64_t expected = 1;
+  for (int64_t d : t.dims()) {
+    MF_CHECK(d >= 0 && (d == 0 || expected <= uint64_t(kMaxElements) / uint64_t(d)), DataLoss,
+             source_, ": initializer ", name, " has a damaged shape");
+    expected *= uint64_t(d);
+  }
+  const std::optional<DType> dtype = to_dtype(t.data_type());
+  MF_CHECK(dtype.has_value(), Unsupported, source_, ": initializer ", name, " has element type ",
+           onnx_type_name(t.data_type()), "; ", kSupportedTypes);
+  MF_CHECK(length == expected * ir::dtype_size(*dtype), DataLoss, source_, ": initializer ", name,
+           " has ", expected, " elements but its external data holds ", length, " bytes");
+  TensorProto copy = t;
+  copy.clear_external_data();
+  copy.set_data_location(TensorProto::DEFAULT);
+  std::string* bytes = copy.mutable_raw_data();
+  bytes->resize(size_t(length));
+  MF_CHECK(data.read_at(offset, bytes->data(), size_t(length)) == length, DataLoss, source_,
+           ": external data file '", echo(location), "' shrank while it was read");
+  return copy;
 }
 
 void Importer::add_graph_inputs() {
@@ -494,7 +570,8 @@ std::string sanitize_name(std::string_view onnx_name) {
 ImportedModel import_onnx_model_from_bytes(std::string_view bytes, std::string_view source,
                                            const ImportOptions& options) {
   MF_CHECK(bytes.size() < size_t(INT_MAX), Unsupported, echo(source), " is ", bytes.size(),
-           " bytes; models over 2 GiB need external data, which the importer does not read");
+           " bytes; protobuf reads at most 2 GiB: save the weights as external data "
+           "(onnx.save_model(model, path, save_as_external_data=True))");
   const google::protobuf::LogSilencer quiet;  // damage is reported once, as DataLoss
   ModelProto model;
   MF_CHECK(model.ParseFromArray(bytes.data(), int(bytes.size())), DataLoss, echo(source),
@@ -503,7 +580,10 @@ ImportedModel import_onnx_model_from_bytes(std::string_view bytes, std::string_v
   return detail::Importer(model, std::string(source), options).run();
 }
 
-ImportedModel import_onnx_model(const std::filesystem::path& file, const ImportOptions& options) {
+ImportedModel import_onnx_model(const std::filesystem::path& file, ImportOptions options) {
+  if (options.external_data_dir.empty()) {
+    options.external_data_dir = file.parent_path().empty() ? "." : file.parent_path();
+  }
   return import_onnx_model_from_bytes(read_file(file), file.filename().string(), options);
 }
 

@@ -51,11 +51,14 @@ struct ImportOptions {
   // (Resize's scales, CumSum's axis, Range's bounds): the graph is then specialized to them. The
   // inputs stay inputs, fed as usual, wherever they are read as data.
   std::map<std::string, Tensor> input_values;
+  // The folder that initializers stored as external data are read from (their locations are
+  // relative to it, and may not leave it). import_onnx_model sets it to the model's folder; empty,
+  // external data is refused.
+  std::filesystem::path external_data_dir;
 };
 
 // Reads and imports a .onnx file. `source` names the model in error messages.
-ImportedModel import_onnx_model(const std::filesystem::path& file,
-                                const ImportOptions& options = {});
+ImportedModel import_onnx_model(const std::filesystem::path& file, ImportOptions options = {});
 ImportedModel import_onnx_model_from_bytes(std::string_view bytes,
                                            std::string_view source = "<memory>",
                                            const ImportOptions& options = {});

@@ -6,6 +6,7 @@
 // convert_reduce.cc, convert_shape.cc (reshape, slice, gather, concat, ...), convert_constant.cc.
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <initializer_list>
 #include <map>
@@ -62,6 +63,7 @@ class Importer {
 
   void read_opset();
   void collect_initializers();
+  TensorProto with_external_data(const TensorProto& t) const;
   void add_graph_inputs();
   std::vector<int> node_order();
   void convert_node(const NodeProto& node);
@@ -224,7 +226,8 @@ class Importer {
   const NodeProto* node_ = nullptr;
   int node_index_ = 0;
   int synthetic_values_ = 0;
-  mutable size_t inputs_consulted_ = 0;  // inputs of the current node a converter asked about
+  std::deque<TensorProto> external_copies_;  // initializers read from external data
+  mutable size_t inputs_consulted_ = 0;      // inputs of the current node a converter asked about
 };
 
 }  // namespace mf::onnx::detail

@@ -80,6 +80,21 @@ void ModelWriter::add_raw_initializer(const std::string& name, int32_t onnx_type
   t->set_raw_data(raw_data);
 }
 
+void ModelWriter::add_external_initializer(
+    const std::string& name, int32_t onnx_type, const std::vector<int64_t>& dims,
+    const std::vector<std::pair<std::string, std::string>>& external_data) {
+  TensorProto* t = impl_->model.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx_type);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_data_location(TensorProto::EXTERNAL);
+  for (const auto& [key, value] : external_data) {
+    StringStringEntryProto* e = t->add_external_data();
+    e->set_key(key);
+    e->set_value(value);
+  }
+}
+
 void ModelWriter::add_node(const std::string& op_type, const std::vector<std::string>& inputs,
                            const std::vector<std::string>& outputs,
                            const std::vector<NodeAttr>& attrs, const std::string& name,

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -52,6 +53,11 @@ class ModelWriter {
   // A tensor exactly as given: any type code, any dims, any bytes.
   void add_raw_initializer(const std::string& name, int32_t onnx_type,
                            const std::vector<int64_t>& dims, const std::string& raw_data);
+  // A tensor stored as external data: its bytes in a file the entries name ("location", "offset",
+  // "length"), written by the caller.
+  void add_external_initializer(
+      const std::string& name, int32_t onnx_type, const std::vector<int64_t>& dims,
+      const std::vector<std::pair<std::string, std::string>>& external_data);
   void add_node(const std::string& op_type, const std::vector<std::string>& inputs,
                 const std::vector<std::string>& outputs, const std::vector<NodeAttr>& attrs = {},
                 const std::string& name = "", const std::string& domain = "");

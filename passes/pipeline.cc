@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "runtime/profiler.h"
 
 namespace mf::passes {
 
@@ -132,6 +133,7 @@ std::vector<PassRecord> Pipeline::run(ir::Graph& graph) {
 bool Pipeline::run_one(Pass& pass, ir::Graph& graph, std::vector<PassRecord>& records) {
   if (filter_ && !filter_(pass)) return false;
   const std::string name(pass.name());
+  const runtime::SpanTimer span(runtime::ProfileEventKind::kPass, name);
   const Snapshot before = snapshot(graph);
   const auto start = std::chrono::steady_clock::now();
   bool changed = false;

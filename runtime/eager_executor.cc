@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "runtime/parallel.h"
+#include "runtime/profiler.h"
 
 namespace mf::runtime {
 namespace {
@@ -79,7 +80,10 @@ EagerExecutor::EagerExecutor(const EagerOptions& options)
   MF_CHECK(options.intra_op_threads >= 0, InvalidArgument,
            "intra-op thread count must be 0 (the cores) or positive, got ",
            options.intra_op_threads);
-  worker_ = std::thread([this] { worker_loop(); });
+  worker_ = std::thread([this] {
+    profile_thread_name("PYNATIVE queue");
+    worker_loop();
+  });
 }
 
 EagerExecutor::~EagerExecutor() {

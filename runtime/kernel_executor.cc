@@ -11,6 +11,7 @@
 #include "runtime/fused_kernel.h"
 #include "runtime/parallel.h"
 #include "runtime/prepared_kernels.h"
+#include "runtime/profiler.h"
 #include "runtime/step_scheduler.h"
 #include "runtime/storage.h"
 #include "runtime/tsan_sync.h"
@@ -273,6 +274,7 @@ class PlanRun {
                                 step.node->op(),
                                 options_.deterministic,
                                 prepared_ != nullptr ? prepared_->state(*step.node) : nullptr};
+    const KernelTimer timer(ctx, "GRAPH");
     if (is_fused(*step.node)) {
       (fused_ != nullptr ? *fused_ : own_fused_).get(*plan_.graph, *step.node).run(ctx);
       return;

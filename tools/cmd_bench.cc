@@ -13,8 +13,8 @@
 #include "engine/graph/graph_mode.h"
 #include "engine/graph/trace.h"
 #include "engine/models/registry.h"
+#include "runtime/machine_limits.h"
 #include "tools/bench/cost_model.h"
-#include "tools/bench/hardware.h"
 #include "tools/bench/report.h"
 #include "tools/bench/stats.h"
 #include "tools/commands.h"
@@ -214,6 +214,7 @@ void run_bench(const BenchOptions& options) {
         best.bandwidth_bytes_per_s =
             std::max(best.bandwidth_bytes_per_s, rates.bandwidth_bytes_per_s);
         best.gemm_flops_per_s = std::max(best.gemm_flops_per_s, rates.gemm_flops_per_s);
+        best.fma_flops_per_s = std::max(best.fma_flops_per_s, rates.fma_flops_per_s);
       }
     }
   };

@@ -15,6 +15,8 @@
 #include "engine/models/registry.h"
 #include "runtime/memory_format.h"
 #include "runtime/memory_pool.h"
+#include "runtime/profile_report.h"
+#include "runtime/profiler.h"
 #include "tools/commands.h"
 
 namespace mf::tools {
@@ -27,6 +29,8 @@ struct RunOptions {
   int iters = 1;
   std::string output_dir;
   std::vector<std::string> jit_cells;  // --jit: child cells compiled inside PYNATIVE mode
+  std::string profile_dir;             // --profile: trace.json, summary.md, roofline.svg here
+  size_t profile_events = 1'000'000;   // --profile-events: at most this many kept
 };
 
 // Marks the named child cells of a sample network for jit; an unknown name lists the cells.
@@ -138,13 +142,22 @@ void run(const RunOptions& options) {
   auto graph_report = [&]() -> const engine::GraphRunReport& {
     return net ? net->graph_report() : file->runner().graph_report();
   };
+  if (!options.profile_dir.empty()) {
+    runtime::profile_thread_name("mf run (caller)");
+    runtime::Profiler::start(options.profile_events);
+  }
   for (int i = 0; i < options.iters; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    outputs = step();
-    for (auto& [name, t] : outputs) {
-      if (t.defined()) t.sync();
+    {
+      const runtime::SpanTimer iteration(runtime::ProfileEventKind::kIteration,
+                                         "iteration " + std::to_string(i),
+                                         graph_mode ? "GRAPH" : "PYNATIVE");
+      outputs = step();
+      for (auto& [name, t] : outputs) {
+        if (t.defined()) t.sync();
+      }
+      engine::sync();
     }
-    engine::sync();
     millis.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
             .count());
@@ -175,6 +188,17 @@ void run(const RunOptions& options) {
         return;
       }
     }
+  }
+  if (!options.profile_dir.empty()) {
+    const runtime::Profile profile = runtime::Profiler::stop();
+    const runtime::HardwareRates machine =
+        runtime::measure_machine_for_profile(policy->intra_op_threads.value);
+    runtime::write_profile(options.profile_dir, profile, machine);
+    std::printf(
+        "profile: %zu events%s in %s (trace.json, summary.md, roofline.svg)\n",
+        profile.events.size(),
+        profile.dropped ? (", " + std::to_string(profile.dropped) + " dropped").c_str() : "",
+        options.profile_dir.c_str());
   }
   for (const auto& [name, t] : outputs) print_output(name, t);
   // The first iteration (compile in GRAPH mode, fresh pages, first-touch costs) is reported on its
@@ -226,6 +250,11 @@ void add_run_command(CLI::App& app, GlobalOptions& global) {
                   "Feed an input from a .npy file: NAME=FILE.npy (repeatable)");
   cmd->add_option("--seed", options->seed, "Seed of the weights and generated inputs (default 0)");
   cmd->add_option("--iters", options->iters, "Iterations to time (default 1)");
+  cmd->add_option("--profile", options->profile_dir,
+                  "Profile the iterations into DIR: trace.json (Chrome's trace format), "
+                  "summary.md (ops by time, kernels against the machine), roofline.svg");
+  cmd->add_option("--profile-events", options->profile_events,
+                  "Events a profile keeps at most (default 1000000; the rest are counted)");
   cmd->add_option("--output-dir", options->output_dir,
                   "Write each output as <name>.npy here (the name the network gives it, else "
                   "output<i>)");

@@ -178,7 +178,7 @@ std::vector<CacheEntryInfo> CompileCache::verify() const {
       parse_entry(bytes, header, payload);
       fill_info(header, info);
       MF_CHECK(header.key() == info.key, DataLoss, "the file name says ", info.key, ", the header ",
-               header.key());
+               echo(header.key(), 80));
       // The deep check load() leaves to store(): the stored graph verifies.
       const std::unique_ptr<ir::Graph> graph = ir::graph_from_proto(payload.graph());
       try {

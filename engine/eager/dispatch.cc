@@ -11,6 +11,7 @@
 #include "ir/op_def.h"
 #include "runtime/eager_executor.h"
 #include "runtime/memory_pool.h"
+#include "runtime/profiler.h"
 
 namespace mf::engine {
 namespace {
@@ -164,7 +165,10 @@ void submit_kernel(const ir::OpDef& def, ir::Attrs attrs, std::vector<KernelOper
     }
     for (const auto& o : outputs) out.push_back({o.impl->buffer->data(), o.kernel_type});
     ir::KernelContext context{in, out, attrs, def.name, deterministic};
-    def.kernel(context);
+    {
+      const runtime::KernelTimer timer(context, "PYNATIVE");
+      def.kernel(context);
+    }
     // New bytes under the same buffer: nothing derived from the old ones may be used again.
     if (wrote_over_an_input) {
       for (const auto& o : outputs) o.impl->buffer->mark_written();

@@ -235,7 +235,7 @@ Array load(const std::filesystem::path& file) {
            ir::shape_to_string(array.shape), ": the header or the data is damaged");
   array.bytes.resize(size_t(expected));
   const size_t from_head = std::min<size_t>(bytes.size() - at, size_t(expected));
-  std::memcpy(array.bytes.data(), bytes.data() + at, from_head);
+  if (from_head > 0) std::memcpy(array.bytes.data(), bytes.data() + at, from_head);
   const size_t rest = in.read(array.bytes.data() + from_head, size_t(expected) - from_head);
   MF_CHECK(from_head + rest == expected, DataLoss, name,
            ": .npy file shrank while it was read; write it again");

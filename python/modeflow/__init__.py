@@ -36,6 +36,7 @@ from ._modeflow import (  # noqa: F401
 from . import _indexing, _modeflow
 from . import common, context, device_context, models, nn, onnx, ops, runtime  # noqa: F401
 from .jit import JitConfig, jit  # noqa: F401
+from .profiler import Profiler  # noqa: F401
 
 # Indexing is written in Python over the registry's ops (so GRAPH mode traces it): _indexing.py.
 Tensor.__getitem__ = _indexing.getitem

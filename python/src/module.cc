@@ -11,4 +11,5 @@ PYBIND11_MODULE(_modeflow, m) {
   bind_tensor(m);
   bind_ops(m);
   bind_nn(m);
+  bind_profiler(m);
 }

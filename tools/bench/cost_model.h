@@ -17,9 +17,15 @@
 #include <string>
 
 #include "ir/graph.h"
-#include "tools/bench/hardware.h"
+#include "runtime/machine_limits.h"
 
 namespace mf::tools::bench {
+
+// The machine's limits are measured by the runtime (the profiler judges kernels by them too).
+using runtime::HardwareProbe;
+using runtime::HardwareRates;
+using runtime::measure_hardware;
+using runtime::triad_bytes_per_array;
 
 struct NetCost {
   double bytes = 0;

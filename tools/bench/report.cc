@@ -81,7 +81,7 @@ void write_table(const BenchResult& result, std::ostream& out) {
         << format("%.2f", h.bandwidth_bytes_per_s / 1e9) << " GB/s (triad, "
         << result.triad_bytes_per_array / (1 << 20) << " MiB per array), GEMM "
         << format("%.1f", h.gemm_flops_per_s / 1e9) << " GFLOP/s (float " << result.gemm_n
-        << "^3)\n";
+        << "^3), FMA peak " << format("%.1f", h.fma_flops_per_s / 1e9) << " GFLOP/s\n";
   }
   for (const NetInfo& net : result.nets) {
     out << "minimal cost " << net.name << ": " << format("%.3f", net.cost.bytes / 1e6)

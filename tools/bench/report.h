@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/machine_limits.h"
 #include "tools/bench/cost_model.h"
-#include "tools/bench/hardware.h"
 #include "tools/bench/stats.h"
 
 namespace mf::tools::bench {

@@ -1,6 +1,8 @@
-#include "tools/bench/hardware.h"
+#include "runtime/machine_limits.h"
 
 #include <unistd.h>
+
+#include <immintrin.h>
 
 #include <Eigen/Core>
 #include <algorithm>
@@ -12,7 +14,7 @@
 
 #include "base/error.h"
 
-namespace mf::tools::bench {
+namespace mf::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -96,13 +98,82 @@ double measure_gemm_rate(int threads, int n, int repeats) {
   return best;
 }
 
+namespace {
+
+// One thread's multiply-add chains; returns a value that depends on every one (so none is
+// dropped) and sets `flops` to the FLOPs done. The widest FMA instruction the build targets (the
+// library is built for the machine, -march=native): AVX-512, else AVX2 + FMA, else plain
+// multiplies and adds (two instructions, still 2 FLOPs a pair).
+float fma_chains(int64_t steps, float seed, double* flops) {
+  constexpr int kChains = 12;  // independent chains: enough to cover the FMA latency
+#if defined(__AVX512F__)
+  __m512 acc[kChains];
+  const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(seed);
+  for (__m512& v : acc) v = a;
+  for (int64_t i = 0; i < steps; ++i) {
+    for (__m512& v : acc) v = _mm512_fmadd_ps(v, m, a);
+  }
+  float total = 0;
+  for (const __m512& v : acc) total += _mm512_reduce_add_ps(v);
+  *flops = 2.0 * 16 * kChains * double(steps);
+#elif defined(__FMA__) && defined(__AVX__)
+  __m256 acc[kChains];
+  const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(seed);
+  for (__m256& v : acc) v = a;
+  for (int64_t i = 0; i < steps; ++i) {
+    for (__m256& v : acc) v = _mm256_fmadd_ps(v, m, a);
+  }
+  float total = 0;
+  alignas(32) float lanes[8];
+  for (const __m256& v : acc) {
+    _mm256_store_ps(lanes, v);
+    for (float x : lanes) total += x;
+  }
+  *flops = 2.0 * 8 * kChains * double(steps);
+#else
+  float acc[kChains];
+  for (float& v : acc) v = seed;
+  for (int64_t i = 0; i < steps; ++i) {
+    for (float& v : acc) v = v * 0.999999f + seed;
+  }
+  float total = 0;
+  for (float v : acc) total += v;
+  *flops = 2.0 * kChains * double(steps);
+#endif
+  return total;
+}
+
+}  // namespace
+
+double measure_fma_peak(int threads, int repeats) {
+  MF_CHECK(threads >= 1 && repeats >= 1, InvalidArgument,
+           "FMA probe needs threads >= 1 and repeats >= 1");
+  constexpr int64_t kSteps = int64_t{1} << 21;
+  std::vector<float> sums(size_t(threads), 0.0f);
+  std::vector<double> flops(size_t(threads), 0.0);
+  double best = 0;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = Clock::now();
+    split_across(threads, size_t(threads), [&](int t, size_t, size_t) {
+      sums[size_t(t)] = fma_chains(kSteps, 1e-7f * float(t + 1), &flops[size_t(t)]);
+    });
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    double total = 0;
+    for (double f : flops) total += f;
+    best = std::max(best, total / seconds);
+  }
+  for (float v : sums) MF_CHECK(std::isfinite(v), Internal, "FMA probe produced ", v);
+  return best;
+}
+
 HardwareRates measure_hardware(int threads, const HardwareProbe& probe) {
   HardwareRates rates;
   rates.threads = threads;
   rates.bandwidth_bytes_per_s =
       measure_triad_bandwidth(threads, triad_bytes_per_array(probe), probe.repeats);
   rates.gemm_flops_per_s = measure_gemm_rate(threads, probe.gemm_n, probe.repeats);
+  rates.fma_flops_per_s = measure_fma_peak(threads, probe.repeats);
   return rates;
 }
 
-}  // namespace mf::tools::bench
+}  // namespace mf::runtime

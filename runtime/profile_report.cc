@@ -1,6 +1,7 @@
 #include "runtime/profile_report.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -152,10 +153,24 @@ std::string profile_summary(const Profile& p, const HardwareRates& m) {
     kernel_ns += e.duration_ns;
     ++kernels;
   }
+  // The time at least one kernel was running (kernels on several threads overlap).
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  for (const ProfileEvent& e : p.events) {
+    if (e.kind == ProfileEventKind::kKernel)
+      spans.emplace_back(e.start_ns, e.start_ns + e.duration_ns);
+  }
+  std::sort(spans.begin(), spans.end());
+  int64_t covered_ns = 0, reach = INT64_MIN;
+  for (const auto& [begin, end] : spans) {
+    if (end <= reach) continue;
+    covered_ns += end - std::max(begin, reach);
+    reach = end;
+  }
   std::string out = "# Profile\n\n";
   out += std::to_string(kernels) + " kernel runs in " + std::to_string(iterations) +
-         " iteration(s): " + format("%.3f", double(kernel_ns) / 1e6) + " ms in kernels, " +
-         format("%.1f", 100.0 * double(kernel_ns) / double(base_ns)) + "% of " +
+         " iteration(s), " + format("%.3f", double(kernel_ns) / 1e6) +
+         " ms of kernels summed over threads; a kernel was running during " +
+         format("%.1f", 100.0 * double(covered_ns) / double(base_ns)) + "% of " +
          (iterations > 0 ? "the iterations' " : "the profile's ") +
          format("%.3f", double(base_ns) / 1e6) + " ms.";
   if (p.dropped > 0) {

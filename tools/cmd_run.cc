@@ -114,7 +114,7 @@ void run(const RunOptions& options) {
   if (is_file) {
     // An ONNX model's weights are its exporter's; --input names may be the file's or the IR's.
     file = std::make_unique<engine::ModelFile>(engine::ModelFile::load(options.target));
-    inputs = file->feeds(inputs);
+    inputs = file->runner().with_generated(file->feeds(inputs), options.seed);
     step = [&] { return file->runner().run(inputs, options.seed); };
   } else {
     const models::NetSpec& spec = models::find_net(options.target);

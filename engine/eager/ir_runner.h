@@ -28,7 +28,14 @@ class IrRunner {
   // output name, `Return(%3 as "logits")`), else "output<i>".
   std::vector<std::pair<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs,
                                                   uint64_t seed);
-  // Parameters filled from the seed in the last run().
+  // `inputs` with every parameter they leave out made from the seed, as run() makes them: a caller
+  // that runs many times makes them once (generating a large input costs as much as a small
+  // network).
+  std::map<std::string, Tensor> with_generated(const std::map<std::string, Tensor>& inputs,
+                                               uint64_t seed) {
+    return bind(inputs, seed);
+  }
+  // Parameters filled from the seed in the last run() or with_generated().
   const std::vector<std::string>& generated_parameters() const { return generated_; }
   const ir::Graph& graph() const { return *graph_; }
   // GRAPH mode: what the last run did (compiled or reused, times, planned peak).

@@ -17,6 +17,7 @@
 
 #include "base/error.h"
 #include "runtime/memory_format.h"
+#include "runtime/profiler.h"
 
 namespace mf::runtime {
 
@@ -205,6 +206,7 @@ class PoolState {
              " already reserved. Lower the batch size or mempool_block_size.");
     ++system_allocations_;
     reserved_ += size;
+    profile_memory(double(reserved_));
     const uint64_t id = next_block_id_++;
     Block& block = blocks_[id];
     block.base = static_cast<char*>(base);

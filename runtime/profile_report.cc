@@ -105,22 +105,30 @@ std::string profile_trace_json(const Profile& p, const HardwareRates& m) {
       ",\"gemm_gflops\":" + format("%.6g", m.gemm_flops_per_s / 1e9) +
       ",\"bandwidth_gbps\":" + format("%.6g", m.bandwidth_bytes_per_s / 1e9) +
       ",\"threads\":" + std::to_string(m.threads) + "},\"traceEvents\":[\n";
-  // Process 1: the engine's threads; process 2: the compiler's passes.
+  // Process 1: the engine's threads (and the pool's memory counter); process 2: compiling (each
+  // pass, and the trace, cache lookup and store, and kernel preparation).
   out +=
       "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":"
       "\"modeflow\"}},\n";
   out +=
       "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":2,\"tid\":0,\"args\":{\"name\":"
-      "\"compile passes\"}}";
+      "\"compile\"}}";
   for (size_t t = 0; t < p.thread_names.size(); ++t) {
     out += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" + std::to_string(t) +
            ",\"args\":{\"name\":" + json_string(p.thread_names[t]) + "}}";
   }
   for (const ProfileEvent& e : p.events) {
-    const bool pass = e.kind == ProfileEventKind::kPass;
-    const char* category = e.kind == ProfileEventKind::kKernel ? "kernel"
-                           : pass                              ? "pass"
-                                                               : "iteration";
+    if (e.kind == ProfileEventKind::kMemory) {
+      out += ",\n{\"name\":\"memory\",\"ph\":\"C\",\"pid\":1,\"ts\":" +
+             format("%.3f", us(e.start_ns)) +
+             ",\"args\":{\"reserved MiB\":" + format("%.3f", e.bytes / double(1 << 20)) + "}}";
+      continue;
+    }
+    const bool pass = e.kind == ProfileEventKind::kPass || e.kind == ProfileEventKind::kPhase;
+    const char* category = e.kind == ProfileEventKind::kKernel  ? "kernel"
+                           : e.kind == ProfileEventKind::kPass  ? "pass"
+                           : e.kind == ProfileEventKind::kPhase ? "compile"
+                                                                : "iteration";
     out += ",\n{\"name\":" + json_string(e.name) + ",\"cat\":\"" + category +
            "\",\"ph\":\"X\",\"pid\":" + (pass ? "2" : "1") +
            ",\"tid\":" + std::to_string(e.thread) + ",\"ts\":" + format("%.3f", us(e.start_ns)) +

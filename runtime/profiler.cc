@@ -110,6 +110,16 @@ void Profiler::record(ProfileEvent event) {
   r.profile.events.push_back(std::move(event));
 }
 
+void profile_memory(double reserved_bytes) {
+  if (!Profiler::active()) return;
+  ProfileEvent e;
+  e.kind = ProfileEventKind::kMemory;
+  e.name = "pool reserved";
+  e.start_ns = Profiler::now_ns();
+  e.bytes = reserved_bytes;
+  Profiler::record(std::move(e));
+}
+
 void profile_thread_name(std::string_view name) {
   if (tls_track.name.empty()) tls_track.name = std::string(name);
 }

@@ -20,7 +20,10 @@
 
 namespace mf::runtime {
 
-enum class ProfileEventKind : uint8_t { kKernel, kPass, kIteration };
+// Kernel runs, compile passes, the other compile phases (trace, cache lookup and store, preparing
+// kernels), iterations, and memory: the pool reserving a block from the system (`bytes` is what
+// it then holds in all).
+enum class ProfileEventKind : uint8_t { kKernel, kPass, kPhase, kIteration, kMemory };
 
 struct ProfileEvent {
   ProfileEventKind kind = ProfileEventKind::kKernel;
@@ -29,7 +32,7 @@ struct ProfileEvent {
   std::string mode;    // "PYNATIVE" or "GRAPH" for kernels and iterations
   int thread = 0;      // a small number per thread (see profile_thread_name)
   int64_t start_ns = 0, duration_ns = 0;  // from the profile's start
-  double flops = 0, bytes = 0;            // kernels only
+  double flops = 0, bytes = 0;            // kernels; bytes also for memory events
 };
 
 struct Profile {
@@ -60,6 +63,9 @@ class Profiler {
  private:
   static std::atomic<bool> active_;
 };
+
+// A memory event: the pool now reserves `reserved_bytes` from the system.
+void profile_memory(double reserved_bytes);
 
 // Names the calling thread's track in the trace ("PYNATIVE queue"); the first name given stays.
 void profile_thread_name(std::string_view name);

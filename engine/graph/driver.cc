@@ -10,6 +10,7 @@
 #include "ir/verifier.h"
 #include "passes/dump.h"
 #include "passes/plan_memory.h"
+#include "runtime/profiler.h"
 
 namespace mf::engine {
 namespace {
@@ -104,6 +105,7 @@ namespace {
 void make_ready(CompiledNetwork& network, const DriverOptions& options) {
   network.executor = make_executor(options.executor, network.compiled.plan);
   if (!options.precompile_only) {
+    const runtime::SpanTimer phase(runtime::ProfileEventKind::kPhase, "prepare kernels");
     network.prepared_kernels =
         network.executor->prepare_kernels(options.run.intra_op_threads, options.run.deterministic);
   }
@@ -153,7 +155,10 @@ std::unique_ptr<CompiledNetwork> compile(std::unique_ptr<ir::Graph> graph,
   network->jit_level = policy.jit_level.value;
   // The persistent cache: a hit replaces the pass pipeline by a load (stored plan proven safe).
   std::optional<CacheLookup> cached;
-  if (options.compile_cache) cached = lookup_compiled(policy, *graph, input, fingerprint);
+  if (options.compile_cache) {
+    const runtime::SpanTimer phase(runtime::ProfileEventKind::kPhase, "compile cache lookup");
+    cached = lookup_compiled(policy, *graph, input, fingerprint);
+  }
   if (cached && cached->compiled) {
     network->compiled = std::move(*cached->compiled);
     cached->compiled.reset();
@@ -166,6 +171,7 @@ std::unique_ptr<CompiledNetwork> compile(std::unique_ptr<ir::Graph> graph,
   } else {
     network->compiled = passes::compile(std::move(graph), options.compile);
     if (cached) {
+      const runtime::SpanTimer phase(runtime::ProfileEventKind::kPhase, "compile cache store");
       cached->note = store_compiled(policy, *cached, network->compiled, millis_since(start));
     }
   }

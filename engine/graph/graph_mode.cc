@@ -1,6 +1,7 @@
 #include "engine/graph/graph_mode.h"
 #include <atomic>
 #include <chrono>
+#include <optional>
 
 #include "base/logging.h"
 #include "engine/eager/eager_layout.h"
@@ -8,6 +9,7 @@
 #include "engine/nn/cell.h"
 #include "engine/scope.h"
 #include "runtime/eager_executor.h"
+#include "runtime/profiler.h"
 
 namespace mf::engine {
 namespace {
@@ -41,8 +43,11 @@ std::unique_ptr<CompiledCell> trace_and_compile(nn::Cell& cell, const Tensor& x,
   auto form = std::make_unique<CompiledCell>();
   form->input_type = x.type();
   const auto start = Clock::now();
+  std::optional<runtime::SpanTimer> phase(std::in_place, runtime::ProfileEventKind::kPhase,
+                                          "trace");
   TraceResult trace =
       Tracer::trace(cell, x, policy.max_call_depth.value, policy.reserve_class_name_in_scope.value);
+  phase.reset();
   form->trace_ms = millis_since(start);
   form->bindings = std::move(trace.bindings);
   const std::string prefix = trace.graph->name() + "_" + std::to_string(++compile_counter);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,6 +16,7 @@
 #include "engine/io/onnx/importer.h"
 #include "engine/io/onnx/writer.h"
 #include "engine/ops.h"
+#include "runtime/memory_pool.h"
 #include "runtime/profile_report.h"
 #include "runtime/profiler.h"
 #include "tests/engine/engine_fixture.h"
@@ -145,6 +147,40 @@ TEST_F(ProfilerTest, FlopsAndBytesAreTheHandComputedOnes) {
   const std::string summary = runtime::profile_summary(p, machine());
   EXPECT_NE(summary.find("| matmul | f32(2, 3), f32(3, 4) | 1 |"), std::string::npos) << summary;
   EXPECT_NE(summary.find("memory"), std::string::npos);
+}
+
+// Compiling inside a profile shows its passes and its phases on the compile track; the pool
+// reserving memory from the system is a counter event.
+TEST_F(ProfilerTest, CompilePhasesAndPoolGrowthAreEvents) {
+  context::set({{"mode", "GRAPH_MODE"}});
+  onnx::ImportedModel m = model();
+  std::map<std::string, Tensor> feed = m.weights;
+  feed[m.inputs[0]] = Tensor::from_vector<float>({1, -2, 3, -4, 5, -6}, {2, 3});
+  engine::IrRunner runner(std::move(m.graph));
+  Profiler::start();
+  for (auto& [name, t] : runner.run(feed, 0)) t.sync();  // compiles here
+  // A pool of 1 MiB blocks asked for 3 MiB must reserve a block from the system.
+  const std::unique_ptr<runtime::MemoryPool> pool =
+      runtime::make_memory_pool({.max_bytes = size_t{1} << 30, .block_bytes = size_t{1} << 20});
+  const auto buffer = pool->allocate(size_t{3} << 20, "test");
+  const Profile p = Profiler::stop();
+  int passes = 0, prepare = 0, memory = 0;
+  for (const ProfileEvent& e : p.events) {
+    passes += e.kind == ProfileEventKind::kPass;
+    prepare += e.kind == ProfileEventKind::kPhase && e.name == "prepare kernels";
+    memory += e.kind == ProfileEventKind::kMemory && e.bytes >= double(3 << 20);
+  }
+  EXPECT_GT(passes, 0);
+  EXPECT_EQ(prepare, 1);
+  EXPECT_GE(memory, 1);
+  const Json trace = Json::parse(runtime::profile_trace_json(p, machine()));
+  int counters = 0;
+  for (const Json& e : trace["traceEvents"]) counters += e["ph"] == "C";
+  EXPECT_EQ(counters, memory > 0 ? int(std::count_if(p.events.begin(), p.events.end(),
+                                                     [](const ProfileEvent& e) {
+                                                       return e.kind == ProfileEventKind::kMemory;
+                                                     }))
+                                 : 0);
 }
 
 TEST_F(ProfilerTest, ALongRunKeepsAtMostTheLimitAndSaysSo) {

@@ -401,6 +401,23 @@ TEST_F(HostileInputTest, EchoedInputIsEscapedAndCut) {
                    ErrorKind::kUnsupported, "No\\x1b[31mSuchOp\\nline");
   EXPECT_EQ(onnx_text.find('\x1b'), std::string::npos) << onnx_text;
   EXPECT_EQ(onnx_text.find('\x07'), std::string::npos) << onnx_text;
+  // A graph input an op needs as a constant is named in the error: escaped too.
+  ModelWriter shape_input(13);
+  shape_input.add_input("x", ir::DType::kFloat32, {2});
+  shape_input.add_input(
+      "sh\x1b"
+      "ape",
+      ir::DType::kInt64, {1});
+  shape_input.add_node("Reshape",
+                       {"x",
+                        "sh\x1b"
+                        "ape"},
+                       {"y"});
+  shape_input.add_output("y");
+  const std::string input_text =
+      expect_error([&] { onnx::import_onnx_model_from_bytes(shape_input.serialize(), "esc.onnx"); },
+                   ErrorKind::kUnsupported, "sh\\x1bape");
+  EXPECT_EQ(input_text.find('\x1b'), std::string::npos) << input_text;
   const std::string key_text = expect_error(
       [] {
         context::set({{std::string("bad\nkey\x1b") + std::string(100000, 'k'), 1}});
@@ -416,8 +433,6 @@ TEST_F(HostileInputTest, EchoedInputIsEscapedAndCut) {
   EXPECT_NE(value_text.find("a\\x00b"), std::string::npos) << value_text;
 }
 
-// fill refuses a value its dtype cannot hold (it once stored INT_MIN silently), and a NaN value
-// is named as such rather than called an incomplete attribute.
 // C++ leaves a float that an integer cannot hold undefined (optimized code may give anything); the
 // cast op defines it: NaN is 0, beyond the range the nearest bound. Long enough for the vector
 // paths, in both precisions.
@@ -442,6 +457,8 @@ TEST_F(HostileInputTest, CastOfFloatsBeyondAnIntegerIsDefined) {
   EXPECT_EQ(big, (std::vector<int64_t>{INT64_MAX, INT64_MIN, 0}));
 }
 
+// fill refuses a value its dtype cannot hold (it once stored INT_MIN silently), and a NaN value
+// is named as such rather than called an incomplete attribute.
 TEST_F(HostileInputTest, FillValuesMustFitTheirDtype) {
   for (double value : {1e300, 3e9, std::nan("")}) {
     expect_error(

@@ -36,7 +36,7 @@ void Importer::convert_constant() {
     const std::vector<int64_t> v = attr_ints(name, {});
     set_output(0, graph_->add_constant<int64_t>({int64_t(v.size())}, v));
   } else {
-    unsupported("a Constant given by '" + name +
+    unsupported("a Constant given by '" + echo(name, 40) +
                 "' is not supported (strings and sparse tensors); use 'value'");
   }
 }

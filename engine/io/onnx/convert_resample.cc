@@ -267,7 +267,8 @@ void Importer::convert_resize() {
   } else {
     transform = attr_string("coordinate_transformation_mode", "half_pixel");
     if (transform == "tf_crop_and_resize" || transform == "half_pixel_symmetric") {
-      unsupported("coordinate_transformation_mode \"" + transform + "\" is not supported");
+      unsupported("coordinate_transformation_mode \"" + echo(transform, 40) +
+                  "\" is not supported");
     }
     MF_CHECK(transform == "half_pixel" || transform == "pytorch_half_pixel" ||
                  transform == "align_corners" || transform == "asymmetric" ||

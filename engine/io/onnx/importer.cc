@@ -439,7 +439,7 @@ HostTensor Importer::require_known(size_t i, std::string_view what) {
     MF_CHECK(has_input(i), InvalidArgument, describe(), " needs its input ", i, " (", what,
              "), which is missing");
     unsupported("input " + std::to_string(i) + " (" + std::string(what) + ", '" +
-                node_->input(int(i)) +
+                echo(node_->input(int(i)), 80) +
                 "') must be known when importing (an initializer, a Constant, or computed from "
                 "them and static shapes); data-dependent shapes are not supported: export with "
                 "static shapes and constant folding on (torch.onnx.export(..., "
@@ -451,7 +451,7 @@ HostTensor Importer::require_known(size_t i, std::string_view what) {
 void Importer::require_unused_outputs_from(size_t k, std::string_view why) {
   for (size_t j = k; j < size_t(node_->output_size()); ++j) {
     if (output_used(j)) {
-      unsupported("output " + std::to_string(j) + " ('" + node_->output(int(j)) +
+      unsupported("output " + std::to_string(j) + " ('" + echo(node_->output(int(j)), 80) +
                   "') is used, but " + std::string(why));
     }
   }

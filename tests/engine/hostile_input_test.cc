@@ -170,6 +170,43 @@ TEST_F(HostileInputTest, OnnxConvWithHugeDilationsOrPadsIsRejected) {
 // runtime/ops/conv.cc (owned by the oneDNN work) computes the window span unchecked: a dilation of
 // INT64_MAX wraps it to -1 and a 4x4 input convolved with a 3x3 kernel gives 6x6. Enable once
 // make_window uses ir::checked_mul / checked_add.
+// Sizes the importer turns into work or memory at import are bounded first: a diagonal's identity
+// mask, a window made as a constant, an unrolled sequence, a transposed convolution's full output.
+TEST_F(HostileInputTest, ImportTimeSizesAreBoundedBeforeUse) {
+  ModelWriter einsum(13);
+  einsum.add_input("x", ir::DType::kFloat32, {100000, 100000});
+  einsum.add_node("Einsum", {"x"}, {"y"}, {{"equation", std::string("ii->i")}});
+  einsum.add_output("y");
+  expect_error([&] { onnx::import_onnx_model_from_bytes(einsum.serialize(), "e.onnx"); },
+               ErrorKind::kUnsupported, "at most 16384 are taken");
+
+  ModelWriter window(17);
+  window.add_initializer("n", Tensor::from_vector<int64_t>({int64_t{1} << 36}, {}));
+  window.add_node("HannWindow", {"n"}, {"w"});
+  window.add_output("w");
+  expect_error([&] { onnx::import_onnx_model_from_bytes(window.serialize(), "w.onnx"); },
+               ErrorKind::kUnsupported, "at most 2^24 are made");
+
+  ModelWriter rnn(14);
+  rnn.add_input("x", ir::DType::kFloat32, {100000, 1, 1});
+  rnn.add_initializer("w", Tensor::from_vector<float>({1}, {1, 1, 1}));
+  rnn.add_initializer("r", Tensor::from_vector<float>({1}, {1, 1, 1}));
+  rnn.add_node("RNN", {"x", "w", "r"}, {"y"}, {{"hidden_size", int64_t{1}}});
+  rnn.add_output("y");
+  expect_error([&] { onnx::import_onnx_model_from_bytes(rnn.serialize(), "r.onnx"); },
+               ErrorKind::kUnsupported, "takes at most 4096");
+
+  ModelWriter deconv(13);
+  deconv.add_input("x", ir::DType::kFloat32, {1, 1, 1 << 20, 2});
+  deconv.add_initializer("w", Tensor::from_vector<float>({1, 1, 1, 1}, {1, 1, 2, 2}));
+  deconv.add_node("ConvTranspose", {"x", "w"}, {"y"},
+                  {{"strides", std::vector<int64_t>{int64_t{1} << 40, 1}},
+                   {"output_shape", std::vector<int64_t>{4, 4}}});
+  deconv.add_output("y");
+  expect_error([&] { onnx::import_onnx_model_from_bytes(deconv.serialize(), "d.onnx"); },
+               ErrorKind::kInvalidArgument, "exceeds 2^40");
+}
+
 TEST_F(HostileInputTest, IrConvWithInt64MaxDilationIsRejected) {
   ir::Graph g("g");
   auto* x = g.add_parameter("x", {ir::DType::kFloat32, {1, 1, 4, 4}});

@@ -157,6 +157,11 @@ void Importer::convert_einsum() {
         if (l[a] != l[b]) continue;
         // diagonal over (a, b): x * I (broadcast on the other axes), summed over b.
         const int64_t d = size[l[a]];
+        // The identity mask is d x d bytes: bounded before it is made.
+        if (d > (int64_t{1} << 14)) {
+          unsupported("a diagonal ('" + std::string(2, l[a]) + "') over an axis of " +
+                      std::to_string(d) + " elements; at most 16384 are taken");
+        }
         std::vector<uint8_t> eye(size_t(d * d), 0);
         for (int64_t k = 0; k < d; ++k) eye[size_t(k * d + k)] = 1;
         Shape eye_shape(l.size(), 1);

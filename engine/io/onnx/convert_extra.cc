@@ -149,8 +149,12 @@ void Importer::convert_window() {
   MF_CHECK(opset_ >= 17, InvalidArgument, describe(), ": ", echo(node_->op_type(), 40),
            " exists from opset 17 on; the node is malformed");
   const std::vector<int64_t> size = known_ints(0, "size");
-  MF_CHECK(size.size() == 1 && size[0] >= 0 && size[0] <= ir::kMaxTensorElements / 8,
-           InvalidArgument, describe(), ": size must be one value in [0, 2^37]");
+  MF_CHECK(size.size() == 1 && size[0] >= 0, InvalidArgument, describe(),
+           ": size must be one value >= 0");
+  // The window is made at import, as a constant: bounded before it is allocated.
+  if (size[0] > (int64_t{1} << 24)) {
+    unsupported("a window of " + std::to_string(size[0]) + " values; at most 2^24 are made");
+  }
   const int64_t n = size[0];
   const std::optional<DType> dtype = to_dtype(int32_t(attr_int("output_datatype", 1)));
   if (!dtype)

@@ -241,8 +241,14 @@ void Importer::convert_conv_transpose() {
   if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t d = 0; d < n; ++d) {
       const int64_t in = xs[2 + d];
-      // Each factor is at most 2^40 (checked above) and in is a tensor size: no wrap in int64.
-      const int64_t full = stride[d] * (in - 1) + extra[d] + (kernel[d] - 1) * dilation[d] + 1;
+      // Each factor is at most 2^40, so a product can pass int64: checked.
+      const std::optional<int64_t> strided = ir::checked_mul(stride[d], in - 1);
+      const std::optional<int64_t> span = ir::checked_mul(kernel[d] - 1, dilation[d]);
+      MF_CHECK(
+          strided && span && *strided < ir::kMaxTensorElements && *span < ir::kMaxTensorElements,
+          InvalidArgument, describe(), ": the full output of x ", ir::shape_to_string(xs),
+          " with these strides, kernel and dilations exceeds 2^40");
+      const int64_t full = *strided + extra[d] + *span + 1;
       const int64_t target = output_shape.empty() ? in * stride[d] : output_shape[d];
       const int64_t total = full - target;
       // The spec's halves, rounded down as in its Python reference.

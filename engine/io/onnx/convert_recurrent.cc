@@ -68,6 +68,11 @@ void Importer::convert_recurrent() {
            ir::shape_to_string(shape_of(w)), ", ", ir::shape_to_string(shape_of(r)));
   if (layout == 1) x = emit("transpose", {x}, {{"perm", std::vector<int64_t>{1, 0, 2}}});
   const int64_t steps = shape_of(x)[0], batch = shape_of(x)[1], features = shape_of(x)[2];
+  // Unrolled, each step is about fifteen nodes: a sequence is bounded before the graph grows.
+  if (steps > 4096) {
+    unsupported("a sequence of " + std::to_string(steps) +
+                " steps; the unrolled form takes at most 4096");
+  }
   const std::string direction = attr_string("direction", "forward");
   MF_CHECK(direction == "forward" || direction == "reverse" || direction == "bidirectional",
            InvalidArgument, describe(), ": direction '", echo(direction, 40),

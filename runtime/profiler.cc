@@ -133,7 +133,7 @@ KernelCost kernel_cost(const ir::KernelContext& ctx) {
   for (const ir::TensorView& v : ctx.outputs) cost.bytes += bytes(v);
   const double out = ctx.outputs.empty() ? 0 : double(ir::num_elements(ctx.outputs[0].type.shape));
   const std::string_view op = ctx.op_name;
-  if ((op == "matmul" || op == "batch_matmul") && ctx.inputs.size() >= 2) {
+  if ((op == "matmul" || op == "batch_matmul" || op == "matmul_bias") && ctx.inputs.size() >= 2) {
     // out (..., M, N) = a (..., M, K) x b: K is a's last axis, or its first with transpose_a.
     const ir::Shape& a = ctx.inputs[0].type.shape;
     const auto t = ctx.attrs.find("transpose_a");
@@ -141,7 +141,7 @@ KernelCost kernel_cost(const ir::KernelContext& ctx) {
     const int64_t k = a.size() < 2 ? (a.empty() ? 1 : a[0])
                       : transposed ? a[a.size() - 2]
                                    : a.back();
-    cost.flops = 2 * out * double(k);
+    cost.flops = 2 * out * double(k) + (op == "matmul_bias" ? out : 0);  // + the bias's adds
   } else if (op == "conv2d" && ctx.inputs.size() >= 2) {
     const ir::Shape& w = ctx.inputs[1].type.shape;  // (O, C/groups, kH, kW)
     cost.flops = 2 * out * double(w[1] * w[2] * w[3]);

@@ -4,7 +4,7 @@
 
 #include "runtime/parallel.h"
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
 #include <immintrin.h>
 #endif
 
@@ -62,6 +62,92 @@ void axpy_columns(const float* a, const float* b, float* y, int64_t k, int64_t n
       s = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), _mm512_maskz_loadu_ps(m, b + i * n + j), s);
     }
     _mm512_mask_storeu_ps(y + j, m, s);
+  }
+}
+#elif defined(__AVX2__) && defined(__FMA__)
+// Eight lanes: the same kernels as the sixteen-lane ones above, for CPUs without AVX-512. The
+// scalar loops below are not vectorized by the compiler (a float sum may not be reordered), which
+// left a 9216 x 4096 classifier at a quarter of the memory bandwidth.
+
+// The first `count` lanes set (all eight from eight on).
+__m256i first_lanes(int64_t count) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(count, 8))), lane);
+}
+
+// The eight lanes' sum in a fixed tree.
+float sum_lanes(__m256 v) {
+  const __m128 half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 pair = _mm_add_ps(half, _mm_movehl_ps(half, half));
+  return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
+}
+
+// Four dot products at once, each over k in 8-lane blocks, the last masked (a masked load reads
+// nothing past the row).
+void dot_rows(const float* a, const float* b, float* y, int64_t k, int64_t first, int64_t last) {
+  const int64_t full = k / 8 * 8;
+  const __m256i tail = first_lanes(k - full);
+  int64_t row = first;
+  for (; row + 4 <= last; row += 4) {
+    const float* r = b + row * k;
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t i = 0; i < full; i += 8) {
+      const __m256 x = _mm256_loadu_ps(a + i);
+      s0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r + i), s0);
+      s1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r + k + i), s1);
+      s2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r + 2 * k + i), s2);
+      s3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(r + 3 * k + i), s3);
+    }
+    if (full < k) {
+      const __m256 x = _mm256_maskload_ps(a + full, tail);
+      s0 = _mm256_fmadd_ps(x, _mm256_maskload_ps(r + full, tail), s0);
+      s1 = _mm256_fmadd_ps(x, _mm256_maskload_ps(r + k + full, tail), s1);
+      s2 = _mm256_fmadd_ps(x, _mm256_maskload_ps(r + 2 * k + full, tail), s2);
+      s3 = _mm256_fmadd_ps(x, _mm256_maskload_ps(r + 3 * k + full, tail), s3);
+    }
+    y[row] = sum_lanes(s0);
+    y[row + 1] = sum_lanes(s1);
+    y[row + 2] = sum_lanes(s2);
+    y[row + 3] = sum_lanes(s3);
+  }
+  for (; row < last; ++row) {
+    // The same chain as a lane of the four-row loop.
+    const float* r = b + row * k;
+    __m256 s = _mm256_setzero_ps();
+    for (int64_t i = 0; i < full; i += 8) {
+      s = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(r + i), s);
+    }
+    if (full < k) {
+      s = _mm256_fmadd_ps(_mm256_maskload_ps(a + full, tail), _mm256_maskload_ps(r + full, tail),
+                          s);
+    }
+    y[row] = sum_lanes(s);
+  }
+}
+
+// Columns [first, last) of a (k, n) b, at most kOutputsPerChunk of them: y[j] = sum over i in
+// order of a[i] * b[i][j]. All the chunk's columns accumulate together, so each row of b is read
+// as one contiguous run (a column block at a time would stride through b once per block).
+void axpy_columns(const float* a, const float* b, float* y, int64_t k, int64_t n, int64_t first,
+                  int64_t last) {
+  constexpr int kMaxBlocks = kOutputsPerChunk / 8;
+  for (int64_t begin = first; begin < last; begin += kOutputsPerChunk) {
+    const int64_t end = std::min(last, begin + kOutputsPerChunk);
+    const int blocks = static_cast<int>((end - begin + 7) / 8);
+    __m256i mask[kMaxBlocks];
+    __m256 s[kMaxBlocks];
+    for (int q = 0; q < blocks; ++q) {
+      mask[q] = first_lanes(end - begin - 8 * q);
+      s[q] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < k; ++i) {
+      const __m256 x = _mm256_set1_ps(a[i]);
+      const float* r = b + i * n + begin;
+      for (int q = 0; q < blocks; ++q) {
+        s[q] = _mm256_fmadd_ps(x, _mm256_maskload_ps(r + 8 * q, mask[q]), s[q]);
+      }
+    }
+    for (int q = 0; q < blocks; ++q) _mm256_maskstore_ps(y + begin + 8 * q, mask[q], s[q]);
   }
 }
 #else

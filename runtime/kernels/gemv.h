@@ -4,9 +4,9 @@
 // of rows, read mobilenet_v2's 1280x1000 classifier at 10 GB/s (0.49 ms) where a streaming pass
 // reaches the cache's 31 GB/s (0.16 ms).
 //
-// Each output is a sum in an order fixed by k alone (sixteen partial sums over k, then combined in
-// a fixed tree; or, for a (k, n) matrix, k terms in order), and outputs are split across threads
-// whole: the same bits at any thread count.
+// Each output is a sum in an order fixed by k alone (sixteen partial sums over k, eight without
+// AVX-512, then combined in a fixed tree; or, for a (k, n) matrix, k terms in order), and outputs
+// are split across threads whole: the same bits at any thread count.
 
 #include <cstdint>
 

@@ -142,6 +142,15 @@ TEST_F(ProfilerTest, FlopsAndBytesAreTheHandComputedOnes) {
   const runtime::KernelCost cost = runtime::kernel_cost({in, out, attrs, "conv2d"});
   EXPECT_EQ(cost.flops, 2.0 * 27 * 18);
   EXPECT_EQ(cost.bytes, (50.0 + 54 + 27) * 4);
+  // matmul_bias (a matmul and its bias row fused): 2 M N K for the product, M N for the adds.
+  std::vector<float> a(6), b(12), bias(4), c(8);
+  const std::vector<ir::TensorView> mb_in = {{a.data(), {ir::DType::kFloat32, {2, 3}}},
+                                             {b.data(), {ir::DType::kFloat32, {3, 4}}},
+                                             {bias.data(), {ir::DType::kFloat32, {4}}}};
+  const std::vector<ir::TensorView> mb_out = {{c.data(), {ir::DType::kFloat32, {2, 4}}}};
+  const runtime::KernelCost mb = runtime::kernel_cost({mb_in, mb_out, attrs, "matmul_bias"});
+  EXPECT_EQ(mb.flops, 2.0 * 2 * 4 * 3 + 2 * 4);
+  EXPECT_EQ(mb.bytes, (6.0 + 12 + 4 + 8) * 4);
   // The summary judges the matmul against the given machine: 96 FLOP over 104 bytes is
   // bandwidth-bound (10 GB/s x 0.92 FLOP/byte < 100 GFLOP/s).
   const std::string summary = runtime::profile_summary(p, machine());

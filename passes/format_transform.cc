@@ -4,12 +4,13 @@
 // they meet the next convolution, which takes the channels-last value as it is. A chain of
 // convolutions, pools, activations, residual adds and concats thus passes its activations in
 // oneDNN's channels-last layout, with one reorder at each edge of the chain instead of two per
-// convolution. Exact: an NCHW and an NHWC convolution run the same
+// convolution. Inference batch norms between them (pre-activation blocks) move along too. Exact:
+// an NCHW and an NHWC convolution run the same
 // oneDNN primitive (runtime/ops/conv.cc), and elementwise ops commute with transposes.
 //
 // Promise: only adds transposes around conv2d / max_pool2d / avg_pool2d in float32, and rewrites
-// op(transpose(x)) as transpose(op(x)) for elementwise ops and concat; every replaced node keeps
-// its output type; replaced nodes are left for dead-code-elimination.
+// op(transpose(x)) as transpose(op(x)) for elementwise ops, concat and inference batch_norm; every
+// replaced node keeps its output type; replaced nodes are left for dead-code-elimination.
 
 #include <optional>
 #include <vector>
@@ -126,6 +127,24 @@ bool sink_through_concat(Graph& g, Node& n) {
   return true;
 }
 
+// batch_norm(transpose(x), scale, bias, mean, var) over rank-4 NCHW -> transpose(batch_norm(x, ...,
+// data_format "NHWC")): inference batch norm is per-channel elementwise, and its channels-last
+// kernel rounds each element as the NCHW one does (a pre-activation block, as DenseNet's, then
+// stays channels-last between its convolutions instead of transposing out and back).
+bool sink_through_batch_norm(Graph& g, Node& n) {
+  if (n.op() != "batch_norm" || n.output_type().shape.size() != 4) return false;
+  if (ir::attr_string(n.attrs(), "data_format", n.op()) != "NCHW") return false;
+  std::optional<Value> source = channels_last_source(n.input(0));
+  if (!source) return false;
+  std::vector<Value> inputs(n.inputs().begin(), n.inputs().end());
+  inputs[0] = *source;
+  ir::Attrs attrs = n.attrs();
+  attrs["data_format"] = std::string("NHWC");
+  Node* nhwc = g.insert_node(&n, "batch_norm", std::move(inputs), std::move(attrs), n.info());
+  g.replace_all_uses(n.output(), transposed(g, &n, nhwc->output(), kToChannelsFirst));
+  return true;
+}
+
 class FormatTransform final : public Pass {
  public:
   std::string_view name() const override { return "format-transform"; }
@@ -136,7 +155,7 @@ class FormatTransform final : public Pass {
       for (Node* node : g.topological_order()) {
         if (!node->has_uses() || node->def() == nullptr) continue;
         changed = to_channels_last(g, *node) || sink_through_elementwise(g, *node) ||
-                  sink_through_concat(g, *node) || changed;
+                  sink_through_concat(g, *node) || sink_through_batch_norm(g, *node) || changed;
       }
     });
     return changed;

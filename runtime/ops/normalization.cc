@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/kernels/conv_window.h"
 #include "runtime/kernels/expand_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
@@ -346,16 +347,23 @@ const ir::OpRegistration kLayerNorm =
 
 // ---- batch_norm (inference) ----
 
+// The axis of x holding the channels: 1 (N, C, ...), or the last for data_format "NHWC" (the
+// channels-last order the format-transform pass keeps between convolutions).
+int64_t batch_norm_channel_axis(const Shape& x, const Attrs& attrs) {
+  return channels_last("batch_norm", attrs) ? static_cast<int64_t>(x.size()) - 1 : 1;
+}
+
 std::vector<TensorType> infer_batch_norm(std::span<const TensorType> in, const Attrs& attrs) {
   check_dtype("batch_norm", in[0].dtype, kFloatTypes);
   common_dtype("batch_norm", in);
   MF_CHECK(in[0].shape.size() >= 2, InvalidArgument,
-           "batch_norm: x must be (N, C, ...) with rank >= 2, got ",
+           "batch_norm: x must be (N, C, ...) or, channels-last, (N, ..., C) with rank >= 2, got ",
            ir::shape_to_string(in[0].shape));
+  const int64_t channels = in[0].shape[batch_norm_channel_axis(in[0].shape, attrs)];
   static constexpr const char* kNames[] = {"x", "scale", "bias", "mean", "var"};
   for (size_t i = 1; i < 5; ++i) {
-    MF_CHECK(in[i].shape == Shape{in[0].shape[1]}, InvalidArgument, "batch_norm: ", kNames[i],
-             " must have shape (", in[0].shape[1], ") for the channels of x ",
+    MF_CHECK(in[i].shape == Shape{channels}, InvalidArgument, "batch_norm: ", kNames[i],
+             " must have shape (", channels, ") for the channels of x ",
              ir::shape_to_string(in[0].shape), ", got ", ir::shape_to_string(in[i].shape));
   }
   MF_CHECK(ir::attr_float(attrs, "epsilon", "batch_norm") >= 0, InvalidArgument,
@@ -366,7 +374,8 @@ std::vector<TensorType> infer_batch_norm(std::span<const TensorType> in, const A
 void batch_norm_kernel(const ir::KernelContext& ctx) {
   const Shape& shape = ctx.inputs[0].type.shape;
   const double epsilon = ir::attr_float(ctx.attrs, "epsilon", ctx.op_name);
-  const int64_t batch = shape[0], channels = shape[1];
+  const bool last = channels_last(ctx.op_name, ctx.attrs);
+  const int64_t batch = shape[0], channels = shape[batch_norm_channel_axis(shape, ctx.attrs)];
   const int64_t inner = ir::num_elements(Shape(shape.begin() + 2, shape.end()));
   visit_float(ctx.inputs[0].type.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -379,6 +388,19 @@ void batch_norm_kernel(const ir::KernelContext& ctx) {
           ctx.inputs[1].as<T>()[c] / std::sqrt(ctx.inputs[4].as<T>()[c] + static_cast<T>(epsilon));
       mul[c] = s;
       add[c] = ctx.inputs[2].as<T>()[c] - ctx.inputs[3].as<T>()[c] * s;
+    }
+    if (last) {
+      // Channels-last: each row of `channels` values times the per-channel vectors; per element
+      // the same x * s + a, rounded the same way (the library builds without FMA contraction).
+      const int64_t rows = channels == 0 ? 0 : ir::num_elements(shape) / channels;
+      const Eigen::Map<const Array<T>> s(mul.data(), channels), a(add.data(), channels);
+      parallel_for(rows, grain_for(channels), [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          Eigen::Map<Array<T>>(y + r * channels, channels) =
+              Eigen::Map<const Array<T>>(x + r * channels, channels) * s + a;
+        }
+      });
+      return;
     }
     parallel_for(batch * channels, grain_for(inner), [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) {
@@ -402,14 +424,17 @@ std::vector<ir::Value> expand_batch_norm(ir::Graph& graph, ir::Node& node, bool 
   const ir::Value s =
       e.op("div", {e.input(1), e.op("sqrt", {e.op("add", {e.input(4), e.scalar(epsilon, t)})})});
   const ir::Value a = e.op("sub", {e.input(2), e.op("mul", {e.input(3), s})});
-  const ir::Value scaled = e.op("mul", {e.input(0), e.along_axis(s, 1, rank)});
-  return {e.op("add", {scaled, e.along_axis(a, 1, rank)})};
+  const int64_t axis = batch_norm_channel_axis(e.input_type(0).shape, e.attrs());
+  const ir::Value scaled = e.op("mul", {e.input(0), e.along_axis(s, axis, rank)});
+  return {e.op("add", {scaled, e.along_axis(a, axis, rank)})};
 }
 
 const ir::OpRegistration kBatchNorm =
     ir::define_op("batch_norm")
         .arity(5)
         .attr("epsilon", ir::AttrKind::kFloat, 1e-5, "added to the variance")
+        .attr("data_format", ir::AttrKind::kString, std::string("NCHW"),
+              "'NCHW' (channels on axis 1), or 'NHWC' for channels on the last axis")
         .traits(Trait::kPure | Trait::kComposite)
         .infer(infer_batch_norm)
         .kernel(batch_norm_kernel)
@@ -417,9 +442,10 @@ const ir::OpRegistration kBatchNorm =
         .reference([](std::span<const RefTensor> in, const Attrs& attrs) {
           const double epsilon = std::get<double>(attrs.at("epsilon"));
           const Shape& shape = in[0].shape;
+          const int64_t axis = batch_norm_channel_axis(shape, attrs);
           RefTensor out = in[0];
           for (int64_t i = 0; i < static_cast<int64_t>(out.values.size()); ++i) {
-            const int64_t c = ref_unravel(i, shape)[1];
+            const int64_t c = ref_unravel(i, shape)[axis];
             out.values[i] = (in[0].values[i] - in[3].values[c]) /
                                 std::sqrt(in[4].values[c] + epsilon) * in[1].values[c] +
                             in[2].values[c];
@@ -431,11 +457,17 @@ const ir::OpRegistration kBatchNorm =
             sample({f32({2, 3, 4, 5}), f32({3}), f32({3}), f32({3}), f32({3})}, {}, 0.1, 2.0),
             sample({f32({4, 6}), f32({6}), f32({6}), f32({6}), f32({6})}, {{"epsilon", 1e-3}}, 0.1,
                    2.0),
+            // Channels-last (as the format-transform pass leaves it between convolutions), with
+            // a row of channels off the vector width and several parallel chunks.
+            sample({f32({2, 5, 7, 19}), f32({19}), f32({19}), f32({19}), f32({19})},
+                   {{"data_format", std::string("NHWC")}}, 0.1, 2.0),
+            sample({f32({1, 64, 40, 24}), f32({24}), f32({24}), f32({24}), f32({24})},
+                   {{"data_format", std::string("NHWC")}}, 0.1, 2.0),
         })
         .tolerance(1e-4)
         .doc(
-            "inference batch norm of (N, C, ...) x: (x - mean) / sqrt(var + epsilon) * scale + "
-            "bias");
+            "inference batch norm of (N, C, ...) x, or channels-last (N, ..., C) with data_format "
+            "'NHWC': (x - mean) / sqrt(var + epsilon) * scale + bias");
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -100,6 +100,52 @@ TEST(FormatTransformTest, SameBitsAsTheNchwGraph) {
   EXPECT_EQ(std::memcmp(nhwc.data(), nchw.data(), nhwc.size() * sizeof(float)), 0);
 }
 
+// A DenseNet-like block: two convolutions concatenated, then a pre-activation batch norm and relu
+// before the next convolution, and a batch norm on the block's output.
+std::unique_ptr<ir::Graph> dense_graph() {
+  auto g = std::make_unique<ir::Graph>("dense");
+  ir::Value x = g->add_parameter("x", {ir::DType::kFloat32, {2, 3, 9, 11}});
+  auto positive = [&](int64_t n, float base) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[i] = base + 0.07f * static_cast<float>(i);
+    return g->add_constant<float>({n}, v);
+  };
+  auto batch_norm = [&](ir::Value v, int64_t channels) {
+    return g
+        ->add_node("batch_norm", {v, positive(channels, 0.5f), weight(*g, {channels}, 21),
+                                  weight(*g, {channels}, 22), positive(channels, 0.3f)})
+        ->output();
+  };
+  ir::Value a = g->add_node("conv2d", {x, weight(*g, {6, 3, 3, 3}, 1)}, conv(1, 1))->output();
+  ir::Value b = g->add_node("conv2d", {x, weight(*g, {5, 3, 1, 1}, 2)}, conv(1, 0))->output();
+  ir::Value c = g->add_node("concat", {a, b}, {{"axis", int64_t{1}}})->output();
+  ir::Value y = g->add_node("relu", {batch_norm(c, 11)})->output();
+  y = g->add_node("conv2d", {y, weight(*g, {7, 11, 3, 3}, 3)}, conv(1, 1))->output();
+  g->add_output(batch_norm(y, 7));
+  return g;
+}
+
+TEST(FormatTransformTest, BatchNormsBetweenConvolutionsStayChannelsLast) {
+  for (const JitLevel level : {JitLevel::kO0, JitLevel::kO1}) {
+    const CompiledGraph c = compiled(dense_graph(), level);
+    int channels_last = 0;
+    for (const ir::Node& node : c.graph->nodes()) {
+      if (node.op() == "batch_norm") {
+        channels_last += ir::attr_string(node.attrs(), "data_format", "batch_norm") == "NHWC";
+      }
+    }
+    EXPECT_EQ(channels_last, 2);
+    // Into the chain (x, used by two convolutions) and out of it (the output): no pair around a
+    // batch norm.
+    EXPECT_LE(count_ops(*c.graph, "transpose"), 3);
+    const std::vector<float> x = random_values(2 * 3 * 9 * 11, 5);
+    const std::vector<float> nchw = run(compiled(dense_graph(), level, {"format-transform"}), x);
+    const std::vector<float> nhwc = run(c, x);
+    ASSERT_EQ(nhwc.size(), nchw.size());
+    EXPECT_EQ(std::memcmp(nhwc.data(), nchw.data(), nhwc.size() * sizeof(float)), 0);
+  }
+}
+
 TEST(FormatTransformTest, DisabledEveryConvolutionStaysNchw) {
   for (const JitLevel level : {JitLevel::kO0, JitLevel::kO1}) {
     const CompiledGraph c = compiled(block_graph(), level, {"format-transform"});

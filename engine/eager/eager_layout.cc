@@ -124,6 +124,24 @@ std::optional<EagerLayout> plan_concat(std::span<const ir::TensorType> inputs,
   return plan;
 }
 
+// Inference batch_norm over a channels-last x: its data_format NHWC kernel on the stored bytes
+// (the per-channel vectors are the same either way), as the format-transform pass runs it.
+std::optional<EagerLayout> plan_batch_norm(std::span<const ir::TensorType> inputs,
+                                           const std::vector<bool>& channels_last,
+                                           const ir::Attrs& attrs,
+                                           std::span<const ir::TensorType> outputs) {
+  if (inputs.size() != 5 || !channels_last[0] || inputs[0].shape.size() != 4 ||
+      outputs.size() != 1 || ir::attr_string(attrs, "data_format", "batch_norm") != "NCHW") {
+    return std::nullopt;
+  }
+  EagerLayout plan = all_plain(inputs, channels_last, attrs, outputs);
+  plan.convert[0] = EagerLayout::Convert::kNone;
+  plan.kernel_inputs[0].shape = nhwc_of(inputs[0].shape);
+  plan.attrs["data_format"] = std::string("NHWC");
+  outputs_in_nhwc(plan);
+  return plan;
+}
+
 }  // namespace
 
 ir::Shape nhwc_of(const ir::Shape& nchw) {
@@ -152,6 +170,8 @@ EagerLayout plan_eager_layout(const ir::OpDef& def, std::span<const ir::TensorTy
       kept = plan_elementwise(inputs, channels_last, attrs, outputs);
     } else if (any && def.name == "concat") {
       kept = plan_concat(inputs, channels_last, attrs, outputs);
+    } else if (any && def.name == "batch_norm") {
+      kept = plan_batch_norm(inputs, channels_last, attrs, outputs);
     }
   }
   return kept ? std::move(*kept) : all_plain(inputs, channels_last, attrs, outputs);

@@ -439,6 +439,18 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
                   "for any thread count"
                 : "matmuls run as one oneDNN primitive and a long reduction over one axis is split "
                   "across the threads: faster, but the bits may change with the thread count");
+  if (deterministic || policy.fusion_level.value < 1) {
+    policy.library_epilogues = {
+        false, deterministic ? "deterministic=ON: silu, sigmoid, hardswish and hardsigmoid after a "
+                               "convolution stay separate ops, with the bits of op by op"
+                             : "fusion is off: activations after convolutions stay separate ops"};
+  } else {
+    policy.library_epilogues = {
+        true,
+        "silu, sigmoid, hardswish and hardsigmoid after a float32 convolution run inside it as "
+        "oneDNN's post-ops, in oneDNN's math (within 2e-6 of the double result; the fusion report "
+        "names each); deterministic=ON keeps them separate and bit-identical to op by op"};
+  }
   decide_memory(snapshot, policy);
 
   const bool debug = v["debug_level"] == "DEBUG";
@@ -488,6 +500,7 @@ std::vector<Explanation> explain(const Policy& p) {
       {"threads.intra_op", n(p.intra_op_threads.value), p.intra_op_threads.reason},
       {"threads.inter_op", n(p.inter_op_parallelism.value), p.inter_op_parallelism.reason},
       {"deterministic", b(p.deterministic.value), p.deterministic.reason},
+      {"fusion.library_epilogues", b(p.library_epilogues.value), p.library_epilogues.reason},
       {"memory.max_bytes", n(p.max_device_memory_bytes.value), p.max_device_memory_bytes.reason},
       {"memory.pool_block_bytes", n(p.mempool_block_bytes.value), p.mempool_block_bytes.reason},
       {"memory.optimize_level", std::string(to_string(p.memory_optimize_level.value)),

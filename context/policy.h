@@ -86,6 +86,9 @@ struct Policy {
   Decision<int> intra_op_threads;      // min(runtime_num_threads, cores); 0 -> cores
   Decision<int> inter_op_parallelism;  // nodes that may run at once
   Decision<bool> deterministic;
+  // Activations after convolutions that only oneDNN's post-op math fuses (silu, sigmoid,
+  // hardswish, hardsigmoid): fused when not deterministic and fusion is on.
+  Decision<bool> library_epilogues;
   // Memory.
   Decision<std::uint64_t> max_device_memory_bytes;
   Decision<std::uint64_t> mempool_block_bytes;

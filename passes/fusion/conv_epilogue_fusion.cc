@@ -7,15 +7,25 @@
 //                                               clip_max: hi}   (ONNX Clip, ReLU6; lo, hi scalar
 //                                               float32 constants, either operand order)
 // so the activation is never written and read back as a tensor of its own. Both are exact, so the
-// bits are the unfused ops'. Runs before elementwise-fusion, which would otherwise take the
-// activation into a fused kernel of its own (still one pass over the activation).
+// bits are the unfused ops'. With deterministic=OFF it also takes the activations of EfficientNet
+// and MobileNetV3, which oneDNN computes in its own math (within a tested bound of ours, not
+// bit for bit):
+//   mul(conv, sigmoid(conv))                 -> {activation: "silu"}
+//   sigmoid(conv)                            -> {activation: "sigmoid"}
+//   mul(conv, hardsigmoid(conv))             -> {activation: "hardswish"}
+//   hardsigmoid(conv)                        -> {activation: "hardsigmoid"}
+// hardsigmoid being PyTorch's, minimum(maximum(add(mul(x, 1/6), 0.5), 0), 1) as ONNX imports it.
+// Runs before elementwise-fusion, which would otherwise take the activation into a fused kernel of
+// its own (still one pass over the activation).
 //
 // A residual add is not taken: oneDNN 2.6 runs a convolution with a binary-add post-op on its
 // slower jit:avx512_core kernel instead of brgconv (resnet18's 3x3 64->64 on 56x56: 1.10 -> 1.31
 // ms, the whole network 22.9 -> 24.0 ms on one thread), and its sum post-op needs the output to be
 // written in the residual's own buffer, which the memory planner cannot yet give.
+#include <algorithm>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -60,9 +70,10 @@ struct Match {
 };
 
 // Promise: rewrites only relu(conv), clip(conv, lo, hi) and minimum(maximum(conv, lo), hi) over a
-// float32 conv2d with
-// no activation whose result (and the maximum's) has no other use, and replaces the activation's
-// uses by the new node's output; the new node computes the same values in the same rounding.
+// float32 conv2d with no activation whose result (and the maximum's) has no other use, and, with
+// deterministic=OFF only, the four library activations above over such a conv2d whose every use
+// is inside the activation; replaces the activation's uses by the new node's output. The exact
+// ones compute the same values in the same rounding.
 class ConvEpilogueFusion final : public Pass {
  public:
   explicit ConvEpilogueFusion(CompileOptions options) : options_(std::move(options)) {}
@@ -76,6 +87,67 @@ class ConvEpilogueFusion final : public Pass {
   }
 
  private:
+  // The node producing `v` when it is `op`.
+  static ir::Node* producer(const ir::Value& v, std::string_view op) {
+    ir::Node* n = v.node();
+    return n != nullptr && n->op() == op && n->num_outputs() == 1 ? n : nullptr;
+  }
+
+  // PyTorch's hardsigmoid over `x` as ONNX imports it, ending at `end`:
+  // minimum(maximum(add(mul(x, 1/6), 0.5), 0), 1). Its nodes, producer first, or empty.
+  static std::vector<ir::Node*> hardsigmoid_of(ir::Node& end, ir::Value* x) {
+    const auto upper = with_scalar(end, "minimum");
+    if (!upper || upper->second != 1.0f) return {};
+    ir::Node* max_node = producer(upper->first, "maximum");
+    const auto lower = max_node ? with_scalar(*max_node, "maximum") : std::nullopt;
+    if (!lower || lower->second != 0.0f) return {};
+    ir::Node* add_node = producer(lower->first, "add");
+    const auto shift = add_node ? with_scalar(*add_node, "add") : std::nullopt;
+    if (!shift || shift->second != 0.5f) return {};
+    ir::Node* mul_node = producer(shift->first, "mul");
+    const auto scale = mul_node ? with_scalar(*mul_node, "mul") : std::nullopt;
+    if (!scale || scale->second != static_cast<float>(1.0 / 6.0)) return {};
+    *x = scale->first;
+    return {mul_node, add_node, max_node, &end};
+  }
+
+  // The library activations (not exact: oneDNN's post-op math), ending at `end`:
+  //   mul(c, sigmoid(c))             -> silu         (EfficientNet's SiLU, either order)
+  //   sigmoid(c)                     -> sigmoid      (squeeze-excitation's gate)
+  //   mul(c, hardsigmoid(c))         -> hardswish    (MobileNetV3, either order)
+  //   hardsigmoid(c)                 -> hardsigmoid
+  static std::optional<Match> match_library(ir::Node& end) {
+    Match m;
+    if (end.op() == "sigmoid") {
+      m.conv = end.input(0).node();
+      m.members = {&end};
+      m.activation = "sigmoid";
+    } else if (end.op() == "mul" && end.num_inputs() == 2) {
+      for (size_t k = 0; k < 2 && m.conv == nullptr; ++k) {
+        const ir::Value c = end.input(k);
+        ir::Node* gate = end.input(1 - k).node();
+        if (gate == nullptr || c.node() == nullptr) continue;
+        if (gate->op() == "sigmoid" && gate->input(0) == c) {
+          m = {c.node(), {gate, &end}, "silu"};
+        } else if (gate->op() == "minimum") {
+          ir::Value x;
+          std::vector<ir::Node*> members = hardsigmoid_of(*gate, &x);
+          if (!members.empty() && x == c) {
+            members.push_back(&end);
+            m = {c.node(), std::move(members), "hardswish"};
+          }
+        }
+      }
+    } else if (end.op() == "minimum") {
+      ir::Value x;
+      std::vector<ir::Node*> members = hardsigmoid_of(end, &x);
+      if (members.empty()) return std::nullopt;
+      m = {x.node(), std::move(members), "hardsigmoid"};
+    }
+    if (!is_float32_conv(m.conv)) return std::nullopt;
+    return m;
+  }
+
   // The activation ending at `end` (a relu, or a clip's minimum) over a float32 convolution.
   static std::optional<Match> match(ir::Node& end) {
     Match m;
@@ -112,31 +184,52 @@ class ConvEpilogueFusion final : public Pass {
     if (ir::attr_string(m.conv->attrs(), "activation", "conv2d") != "none") {
       return "the convolution already ends with an activation";
     }
-    if (m.conv->uses().size() != 1) {
-      return "the convolution's result is also used elsewhere, so it must be written anyway";
+    // Every use of the convolution must be inside the activation (silu and hardswish read it
+    // twice), and every member but the last used only by the next.
+    for (const ir::Use& use : m.conv->uses()) {
+      if (std::find(m.members.begin(), m.members.end(), use.user) == m.members.end()) {
+        return "the convolution's result is also used elsewhere, so it must be written anyway";
+      }
     }
-    if (m.members.size() == 2 && m.members[0]->uses().size() != 1) {
-      return "the clip's maximum is also used elsewhere";
+    for (size_t i = 0; i + 1 < m.members.size(); ++i) {
+      if (m.members[i]->uses().size() != 1) {
+        return "the activation's " + std::string(m.members[i]->op()) + " is also used elsewhere";
+      }
     }
     return "";
   }
 
   bool fuse_in(ir::Graph& graph, fusion::FusionReport& report) {
+    // The library activations only where bits may change (deterministic=OFF), and first: a
+    // silu's mul before its sigmoid, a hardswish's mul before its hardsigmoid's minimum.
     std::vector<ir::Node*> ends;
+    if (!options_.deterministic) {
+      for (ir::Node& node : graph.nodes()) {
+        if (node.op() == "mul") ends.push_back(&node);
+      }
+    }
     for (ir::Node& node : graph.nodes()) {
-      if (node.op() == "relu" || node.op() == "clip" || node.op() == "minimum") {
+      if (node.op() == "relu" || node.op() == "clip" || node.op() == "minimum" ||
+          (!options_.deterministic && node.op() == "sigmoid")) {
         ends.push_back(&node);
       }
     }
     bool changed = false;
+    std::unordered_set<const ir::Node*> erased;
     for (ir::Node* end : ends) {
-      const std::optional<Match> m = match(*end);
+      if (erased.count(end) != 0) continue;
+      std::optional<Match> m = match(*end);
+      if (!m && !options_.deterministic) m = match_library(*end);
       if (!m) continue;
+      if (m->conv->uses().size() > 1 && m->members.size() == 1 && end->op() == "sigmoid") {
+        continue;  // a silu's sigmoid whose mul was refused: reported there
+      }
       if (const std::string reason = refusal(*m); !reason.empty()) {
         report.rejected(
             {graph.name(), fusion::node_name(*end), "into " + fusion::node_name(*m->conv), reason});
         continue;
       }
+      for (const ir::Node* n : m->members) erased.insert(n);
       fuse(graph, *m, report);
       changed = true;
     }
@@ -158,8 +251,11 @@ class ConvEpilogueFusion final : public Pass {
     record.body = fusion::node_name(*fused);
     record.members = {fusion::node_name(*m.conv)};
     for (const ir::Node* n : m.members) record.members.push_back(fusion::node_name(*n));
-    record.rule =
-        "convolution epilogue: " + m.activation + " as a post-op in the convolution's kernel";
+    const bool exact = m.activation == "relu" || m.activation == "clip";
+    record.rule = "convolution epilogue: " + m.activation +
+                  (exact ? " as a post-op in the convolution's kernel"
+                         : " as oneDNN's post-op, in oneDNN's math (deterministic=OFF; "
+                           "deterministic=ON keeps the separate ops and their bits)");
     record.level = 1;
     // Each activation node no longer writes its tensor and reads its producer's back.
     record.bytes_saved = 2 * static_cast<int64_t>(m.members.size()) * ir::num_elements(y.shape) *

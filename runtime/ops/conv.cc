@@ -13,7 +13,8 @@
 // opt_level 1: passes/fusion/conv_epilogue_fusion.cc): `activation` "relu" (max(y, 0)) or "clip"
 // (min(max(y, clip_min), clip_max), ReLU6 being clip 0..6). In float32 it is a oneDNN eltwise
 // post-op applied while each output block is in cache; relu and clip are exact, so the result has
-// the bits of the separate ops.
+// the bits of the separate ops. "silu", "sigmoid", "hardswish" and "hardsigmoid" (fused only with
+// deterministic=OFF) run in oneDNN's math as post-ops, within a stated bound of the separate ops.
 //
 // Padding is [pad_h, pad_w] (both sides) or [top, bottom, left, right]; output sizes round down, as
 // in PyTorch and MindSpore's "pad" mode.
@@ -56,12 +57,19 @@ using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMaj
 
 // The activation that follows the convolution inside the kernel (see the file comment).
 struct ConvActivation {
-  enum class Kind { kNone, kRelu, kClip };
+  // kNone..kClip are exact (the bits of the separate ops). The rest are the activations networks
+  // put after convolutions (EfficientNet's SiLU, MobileNetV3's hardswish and squeeze-excitation
+  // sigmoid), fused only with deterministic=OFF: in float32 they run as oneDNN's eltwise post-op,
+  // in its math, within the bound tests/runtime/conv_library_epilogue_test.cc states; where no
+  // post-op runs, as the separate ops' own math after the convolution.
+  enum class Kind { kNone, kRelu, kClip, kSilu, kSigmoid, kHardswish, kHardsigmoid };
   Kind kind = Kind::kNone;
   double lo = 0, hi = 0;  // kClip's bounds
 
+  bool exact() const { return kind == Kind::kNone || kind == Kind::kRelu || kind == Kind::kClip; }
+
   // As the separate ops compute it: relu is std::max(y, 0) (Eigen's pmax), clip is maximum then
-  // minimum.
+  // minimum. (The other kinds go through the ops' tile math: apply_activation.)
   template <typename T>
   T apply(T v) const {
     if (kind == Kind::kRelu) return std::max(v, T(0));
@@ -73,31 +81,102 @@ struct ConvActivation {
 ConvActivation conv_activation(const Attrs& attrs) {
   ConvActivation a;
   const std::string& name = ir::attr_string(attrs, "activation", "conv2d");
+  using Kind = ConvActivation::Kind;
+  static constexpr std::pair<std::string_view, Kind> kLibrary[] = {
+      {"silu", Kind::kSilu},
+      {"sigmoid", Kind::kSigmoid},
+      {"hardswish", Kind::kHardswish},
+      {"hardsigmoid", Kind::kHardsigmoid}};
   if (name == "relu") {
-    a.kind = ConvActivation::Kind::kRelu;
+    a.kind = Kind::kRelu;
   } else if (name == "clip") {
-    a.kind = ConvActivation::Kind::kClip;
+    a.kind = Kind::kClip;
     a.lo = ir::attr_float(attrs, "clip_min", "conv2d");
     a.hi = ir::attr_float(attrs, "clip_max", "conv2d");
     // Also false for a NaN bound.
     MF_CHECK(a.lo <= a.hi, InvalidArgument,
              "conv2d: activation 'clip' needs clip_min <= clip_max, got ", a.lo, " and ", a.hi);
-  } else {
-    MF_CHECK(name == "none", InvalidArgument,
-             "conv2d: activation must be 'none', 'relu' or 'clip', got '", name, "'");
+  } else if (name != "none") {
+    for (const auto& [library_name, kind] : kLibrary) {
+      if (name == library_name) a.kind = kind;
+    }
+    MF_CHECK(a.kind != Kind::kNone, InvalidArgument,
+             "conv2d: activation must be 'none', 'relu', 'clip', 'silu', 'sigmoid', 'hardswish' or "
+             "'hardsigmoid', got '",
+             echo(name), "'");
   }
   return a;
 }
 
-// The activation as its own pass over y (float64, which oneDNN does not run, and the plain-layout
-// float32 path).
+// y = op(inputs) over n elements through the registered op's tile math; `scalars` as TileFn's.
+template <typename T>
+void tile_op(std::string_view op, std::initializer_list<const void*> inputs, uint32_t scalars, T* y,
+             int64_t n) {
+  const ir::TileFn fn = ir::get_op(op).elementwise->for_dtype(ir::dtype_of<T>());
+  fn(std::data(inputs), scalars, y, n);
+}
+
+// The separate ops' math for the library activations, a tile at a time: silu = mul(y, sigmoid(y)),
+// hardsigmoid = minimum(maximum(add(mul(y, 1/6), 0.5), 0), 1) (PyTorch's, as ONNX HardSigmoid
+// with alpha 1/6 imports), hardswish = mul(y, hardsigmoid(y)).
+template <typename T>
+void apply_library_activation(T* y, int64_t n, ConvActivation::Kind kind) {
+  using Kind = ConvActivation::Kind;
+  constexpr int64_t kTile = 1024;
+  T t[kTile];
+  const T sixth = T(1.0 / 6.0), half = T(0.5), zero = T(0), one = T(1);
+  for (int64_t i = 0; i < n; i += kTile) {
+    const int64_t m = std::min(kTile, n - i);
+    T* v = y + i;
+    if (kind == Kind::kSigmoid || kind == Kind::kSilu) {
+      tile_op<T>("sigmoid", {v}, 0, t, m);
+    } else {
+      tile_op<T>("mul", {v, &sixth}, 2, t, m);
+      tile_op<T>("add", {t, &half}, 2, t, m);
+      tile_op<T>("maximum", {t, &zero}, 2, t, m);
+      tile_op<T>("minimum", {t, &one}, 2, t, m);
+    }
+    if (kind == Kind::kSigmoid || kind == Kind::kHardsigmoid) {
+      std::copy(t, t + m, v);
+    } else {
+      tile_op<T>("mul", {v, t}, 0, v, m);
+    }
+  }
+}
+
+// The activation as its own pass over y (float64, which oneDNN does not run, the plain-layout
+// float32 path, the direct kernels for the library activations, and wherever oneDNN would change
+// its kernel for the post-op).
 template <typename T>
 void apply_activation(const ir::KernelContext& ctx, const ConvActivation& a) {
   if (a.kind == ConvActivation::Kind::kNone) return;
   T* y = ctx.outputs[0].as<T>();
   parallel_for(ir::num_elements(ctx.outputs[0].type.shape), 16384, [&](int64_t begin, int64_t end) {
+    if (!a.exact()) return apply_library_activation(y + begin, end - begin, a.kind);
     for (int64_t i = begin; i < end; ++i) y[i] = a.apply(y[i]);
   });
+}
+
+// The library activation as oneDNN post-ops.
+void append_library_post_ops(dnnl::post_ops& post_ops, ConvActivation::Kind kind) {
+  using Kind = ConvActivation::Kind;
+  switch (kind) {
+    case Kind::kSilu:
+      post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+      break;
+    case Kind::kSigmoid:
+      post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
+      break;
+    case Kind::kHardswish:
+      post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_hardswish, 0.f, 0.f);
+      break;
+    case Kind::kHardsigmoid:
+      post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, 1.f / 6.f, 0.5f);
+      post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f, 1.f);
+      break;
+    default:
+      break;
+  }
 }
 
 Window conv_window(const Shape& x, const Shape& w, const Attrs& attrs) {
@@ -301,7 +380,9 @@ std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, cons
       conv->activation_after = activation;
     } else if (activation.kind != ConvActivation::Kind::kNone) {
       dnnl::post_ops post_ops;
-      if (activation.kind == ConvActivation::Kind::kRelu) {
+      if (!activation.exact()) {
+        append_library_post_ops(post_ops, activation.kind);
+      } else if (activation.kind == ConvActivation::Kind::kRelu) {
         // As clip to [0, inf): max(y, 0), never oneDNN's relu, whose AVX2 kernel gives -0 for a
         // negative y (0 * y) where the relu op gives +0.
         post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, 0.f,
@@ -317,7 +398,8 @@ std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, cons
                                                             dnnl_rt::cpu_engine());
       // The post-op keeps the unfused bits only when oneDNN runs the same kernel with it. On
       // some CPUs it picks another for a post-op (AVX2, grouped convolutions: another summation
-      // order), and then the activation is a pass after the plain primitive instead.
+      // order), and then the activation is a pass after the plain primitive instead. (For the
+      // library activations the bits differ anyway; another kernel could be a slower one.)
       if (std::string(fused.impl_info_str()) == pd.impl_info_str()) {
         pd = fused;
       } else {
@@ -625,8 +707,19 @@ void conv2d_kernel(const ir::KernelContext& ctx) {
   }
   if (ir::num_elements(ctx.outputs[0].type.shape) == 0) return;
   const TensorType in[] = {ctx.inputs[0].type, ctx.inputs[1].type};
-  if (runs_depthwise_nchw(in, ctx.attrs)) return conv2d_depthwise_nchw(ctx);
-  if (runs_packed(in, ctx.attrs)) return conv2d_packed(ctx);
+  // The direct kernels apply relu and clip themselves (direct_activation), the library
+  // activations after.
+  const ConvActivation activation = conv_activation(ctx.attrs);
+  if (runs_depthwise_nchw(in, ctx.attrs)) {
+    conv2d_depthwise_nchw(ctx);
+    if (!activation.exact()) apply_activation<float>(ctx, activation);
+    return;
+  }
+  if (runs_packed(in, ctx.attrs)) {
+    conv2d_packed(ctx);
+    if (!activation.exact()) apply_activation<float>(ctx, activation);
+    return;
+  }
   conv2d_dnnl(ctx);
 }
 
@@ -736,7 +829,12 @@ std::vector<RefTensor> conv2d_reference(std::span<const RefTensor> in, const Att
   }
   // Written out, not ConvActivation::apply: the reference is independent of the kernel's code.
   const std::string& activation = std::get<std::string>(attrs.at("activation"));
+  const auto hardsigmoid = [](double v) { return std::min(std::max(v / 6.0 + 0.5, 0.0), 1.0); };
   for (double& v : y.values) {
+    if (activation == "silu") v = v / (1.0 + std::exp(-v));
+    if (activation == "sigmoid") v = 1.0 / (1.0 + std::exp(-v));
+    if (activation == "hardswish") v = v * hardsigmoid(v);
+    if (activation == "hardsigmoid") v = hardsigmoid(v);
     if (activation == "relu") v = v > 0 ? v : 0.0;
     if (activation == "clip") {
       v = std::min(std::max(v, std::get<double>(attrs.at("clip_min"))),
@@ -770,7 +868,9 @@ const ir::OpRegistration kConv2d =
         .attr("data_format", ir::AttrKind::kString, std::string("NCHW"),
               "'NCHW', or 'NHWC' for channels-last x and y (weights stay OIHW)")
         .attr("activation", ir::AttrKind::kString, std::string("none"),
-              "'none', 'relu' or 'clip', applied to y in the kernel (conv-epilogue-fusion)")
+              "'none', 'relu' or 'clip' (exact), or 'silu', 'sigmoid', 'hardswish', "
+              "'hardsigmoid' (oneDNN's math in float32), applied to y in the kernel "
+              "(conv-epilogue-fusion)")
         .attr("clip_min", ir::AttrKind::kFloat, 0.0, "the lower bound of activation 'clip'")
         .attr("clip_max", ir::AttrKind::kFloat, 0.0, "the upper bound of activation 'clip'")
         .traits(Trait::kOpaque | Trait::kPure)
@@ -844,6 +944,27 @@ const ir::OpRegistration kConv2d =
             sample({f32({1, 5, 5, 300}), f32({180, 300, 1, 1}), f32({180})},
                    activation_attrs(channels_last_attrs(conv_attrs({1, 1}, {0, 0}, {1, 1}, 1)),
                                     "clip", -0.25, 0.5)),
+            // The library activations (oneDNN's post-op math): on the channels-last blocked
+            // path with bias, through the packed kernel, the NCHW plain path, and the depthwise
+            // and float64 paths (the separate ops' math after the convolution).
+            sample({f32({1, 9, 7, 8}), f32({12, 8, 3, 3}), f32({12})},
+                   activation_attrs(channels_last_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 1)),
+                                    "silu"),
+                   -3.0, 3.0),
+            sample({f32({1, 7, 7, 320}), f32({100, 320, 3, 3}), f32({100})},
+                   activation_attrs(channels_last_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 1)),
+                                    "hardswish")),
+            sample({f32({1, 3, 8, 8}), f32({5, 3, 1, 1}), f32({5})},
+                   activation_attrs(conv_attrs({1, 1}, {0, 0}, {1, 1}, 1), "sigmoid"), -3.0, 3.0),
+            sample({f32({2, 3, 5, 37}), f32({3, 1, 3, 3}), f32({3})},
+                   activation_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 3), "hardsigmoid"), -3.0,
+                   3.0),
+            sample({f32({1, 6, 6, 16}), f32({16, 1, 3, 3}), f32({16})},
+                   activation_attrs(channels_last_attrs(conv_attrs({2, 2}, {1, 1}, {1, 1}, 16)),
+                                    "hardswish"),
+                   -4.0, 4.0),
+            sample({f64({1, 2, 5, 5}), f64({3, 2, 3, 3})},
+                   activation_attrs(conv_attrs({1, 1}, {1, 1}, {1, 1}, 1), "silu"), -3.0, 3.0),
         })
         .tolerance(1e-4)
         .doc("2-D convolution (cross-correlation) of NCHW x with OIHW weight, optional bias (O)");

@@ -111,3 +111,68 @@ subgraph @main(%para1_x: f32(1, 4, 6, 6), %para2_w: f32(4, 4, 3, 3), %para3_d: f
 
 }  // namespace
 }  // namespace mf::passes
+
+namespace mf::passes {
+namespace {
+
+// The library activations (EfficientNet's SiLU and squeeze-excitation sigmoid, MobileNetV3's
+// hardswish and hardsigmoid as ONNX imports them) fold into the convolution with
+// deterministic=OFF, and stay separate ops, with their bits, with deterministic=ON.
+constexpr const char* kLibraryActivations = R"(
+subgraph @main(%para1_x: f32(1, 4, 6, 6), %para2_w: f32(4, 4, 3, 3)) {
+  %const1 = Constant f32() [0.16666667]
+  %const2 = Constant f32() [0.5]
+  %const3 = Constant f32() [0]
+  %const4 = Constant f32() [1]
+  %0 = conv2d(%para1_x, %para2_w) {padding: [1, 1]} : (f32(1, 4, 6, 6), f32(4, 4, 3, 3)) -> (f32(1, 4, 6, 6))
+  %1 = sigmoid(%0) : (f32(1, 4, 6, 6)) -> (f32(1, 4, 6, 6))
+  %2 = mul(%1, %0) : (f32(1, 4, 6, 6), f32(1, 4, 6, 6)) -> (f32(1, 4, 6, 6))
+  %3 = conv2d(%2, %para2_w) {padding: [1, 1]} : (f32(1, 4, 6, 6), f32(4, 4, 3, 3)) -> (f32(1, 4, 6, 6))
+  %4 = mul(%3, %const1) : (f32(1, 4, 6, 6), f32()) -> (f32(1, 4, 6, 6))
+  %5 = add(%4, %const2) : (f32(1, 4, 6, 6), f32()) -> (f32(1, 4, 6, 6))
+  %6 = maximum(%5, %const3) : (f32(1, 4, 6, 6), f32()) -> (f32(1, 4, 6, 6))
+  %7 = minimum(%6, %const4) : (f32(1, 4, 6, 6), f32()) -> (f32(1, 4, 6, 6))
+  %8 = mul(%3, %7) : (f32(1, 4, 6, 6), f32(1, 4, 6, 6)) -> (f32(1, 4, 6, 6))
+  %9 = conv2d(%8, %para2_w) {padding: [1, 1]} : (f32(1, 4, 6, 6), f32(4, 4, 3, 3)) -> (f32(1, 4, 6, 6))
+  %10 = sigmoid(%9) : (f32(1, 4, 6, 6)) -> (f32(1, 4, 6, 6))
+  %11 = conv2d(%10, %para2_w) {padding: [1, 1]} : (f32(1, 4, 6, 6), f32(4, 4, 3, 3)) -> (f32(1, 4, 6, 6))
+  %12 = mul(%11, %const1) : (f32(1, 4, 6, 6), f32()) -> (f32(1, 4, 6, 6))
+  %13 = add(%12, %const2) : (f32(1, 4, 6, 6), f32()) -> (f32(1, 4, 6, 6))
+  %14 = maximum(%13, %const3) : (f32(1, 4, 6, 6), f32()) -> (f32(1, 4, 6, 6))
+  %15 = minimum(%14, %const4) : (f32(1, 4, 6, 6), f32()) -> (f32(1, 4, 6, 6))
+  %16 = conv2d(%15, %para2_w) {padding: [1, 1]} : (f32(1, 4, 6, 6), f32(4, 4, 3, 3)) -> (f32(1, 4, 6, 6))
+  %17 = sigmoid(%16) : (f32(1, 4, 6, 6)) -> (f32(1, 4, 6, 6))
+  %18 = mul(%16, %17) : (f32(1, 4, 6, 6), f32(1, 4, 6, 6)) -> (f32(1, 4, 6, 6))
+  %19 = add(%16, %18) : (f32(1, 4, 6, 6), f32(1, 4, 6, 6)) -> (f32(1, 4, 6, 6))
+  Return(%19)
+}
+)";
+
+std::vector<std::string> activations(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = text.find("activation: \""); at != std::string::npos;
+       at = text.find("activation: \"", at + 1)) {
+    const size_t begin = at + 13;
+    out.push_back(text.substr(begin, text.find('"', begin) - begin));
+  }
+  return out;
+}
+
+TEST(ConvEpilogueFusionTest, LibraryActivationsFoldOnlyWhenNotDeterministic) {
+  CompileOptions options = testing::fusion_options(1);
+  options.deterministic = false;
+  auto r = testing::run_pass(*make_conv_epilogue_fusion(options), kLibraryActivations);
+  EXPECT_TRUE(r.changed);
+  // The last silu's convolution is also read by the add: it stays, and so does its activation.
+  EXPECT_EQ(activations(r.text),
+            (std::vector<std::string>{"silu", "hardswish", "sigmoid", "hardsigmoid", "none"}))
+      << r.text;
+  EXPECT_EQ(r.text.find("= sigmoid(%"), r.text.rfind("= sigmoid(%")) << "one sigmoid left";
+
+  options.deterministic = true;
+  r = testing::run_pass(*make_conv_epilogue_fusion(options), kLibraryActivations);
+  EXPECT_FALSE(r.changed) << r.text;
+}
+
+}  // namespace
+}  // namespace mf::passes

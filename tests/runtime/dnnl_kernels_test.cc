@@ -459,7 +459,9 @@ TEST(DnnlKernels, ABadConvolutionActivationIsRejectedWithItsValues) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"gelu", 0, 0, "conv2d: activation must be 'none', 'relu' or 'clip', got 'gelu'"},
+      {"gelu", 0, 0,
+       "conv2d: activation must be 'none', 'relu', 'clip', 'silu', 'sigmoid', 'hardswish' or "
+       "'hardsigmoid', got 'gelu'"},
       {"clip", 6, 0, "conv2d: activation 'clip' needs clip_min <= clip_max, got 6 and 0"},
       {"clip", std::nan(""), 6, "conv2d: activation 'clip' needs clip_min <= clip_max, got nan"},
   };

@@ -21,6 +21,14 @@ bool conv2d_reorders_to_channels_last(std::span<const ir::TensorType> in, const 
 // (runtime/kernels/packed_conv.h) rather than oneDNN's.
 bool conv2d_runs_packed(std::span<const ir::TensorType> in, const ir::Attrs& attrs);
 
+// True when float32 conv2d over `in` with `attrs` runs oneDNN's primitive on its own blocked
+// activation layout, x reordered in and y out (a heavy convolution on a CPU whose channels-last
+// kernel is not brgconv); false on AVX-512 and for thin convolutions.
+bool conv2d_runs_blocked_activations(std::span<const ir::TensorType> in, const ir::Attrs& attrs);
+
+// Whether oneDNN's channels-last convolution kernel on this CPU is brgconv (AVX-512).
+bool onednn_channels_last_conv_is_brgconv();
+
 // Reorders `weights` (conv2d's input 1, a tensor whose content identity is set) into the layout
 // the float32 kernel for `in` and `attrs` at `threads` will want, and keeps them where its calls
 // look (the reordered-weights cache), so the first call does not pay the reorder. A no-op where

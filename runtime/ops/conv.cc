@@ -315,6 +315,46 @@ bool use_blocked_layout(const Shape& ws, const Window& win, int64_t groups, bool
   return win.oh * win.ow >= kBlockedMinOutputPlane;
 }
 
+// Whether oneDNN's channels-last kernel on this CPU is brgconv (AVX-512), which runs as fast on
+// nhwc activations as on its own blocked layout. Asked once.
+}  // namespace
+
+bool onednn_channels_last_conv_is_brgconv() {
+  static const bool brgconv = [] {
+    using tag = dnnl::memory::format_tag;
+    const auto f32 = dnnl::memory::data_type::f32;
+    const dnnl::memory::desc src({1, 64, 14, 14}, f32, tag::nhwc);
+    const dnnl::memory::desc dst({1, 64, 14, 14}, f32, tag::nhwc);
+    const dnnl::memory::desc weights({64, 64, 3, 3}, f32, tag::any);
+    const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                               dnnl::algorithm::convolution_direct, src, weights,
+                                               dst, {1, 1}, {1, 1}, {1, 1});
+    const dnnl::convolution_forward::primitive_desc pd(desc, dnnl_rt::cpu_engine());
+    return std::string(pd.impl_info_str()).find("brg") != std::string::npos;
+  }();
+  return brgconv;
+}
+
+namespace {
+
+// FLOPs per byte of activations (x read, y written) from which a one-group convolution runs in
+// oneDNN's own blocked layout (nChw8c on AVX2) with x reordered in and y out, where its nhwc
+// kernel is not brgconv. jit:avx2 in nhwc ran at half its blocked speed on convolutions with many
+// channels (inception_v3's 3x3 80 -> 192 over 73x73: 41 against 21 ms; resnet50's 3x3 512 -> 512
+// over 7x7: 5.3 against 3.7), and at its blocked speed on thin ones (3x3 64 -> 64 over 56x56,
+// 144 FLOP per byte; 1x1 1024 -> 256 over 14x14, 103): there the two reorders, a pass over the
+// activations each, would cost more than they save. Measured with ONEDNN_VERBOSE, one thread.
+constexpr double kBlockedActivationsMinFlopsPerByte = 200;
+
+bool blocked_activations_pay(const Shape& xs, const Shape& ws, const Window& win, int64_t groups) {
+  if (groups != 1 || onednn_channels_last_conv_is_brgconv()) return false;
+  const double outputs = double(xs[0]) * double(ws[0]) * double(win.oh) * double(win.ow);
+  const double flops = 2 * outputs * double(ws[1]) * double(ws[2]) * double(ws[3]);
+  const double bytes =
+      4 * (double(xs[0]) * double(xs[1]) * double(xs[2]) * double(xs[3]) + outputs);
+  return bytes > 0 && flops >= kBlockedActivationsMinFlopsPerByte * bytes;
+}
+
 dnnl::reorder make_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
   if (from == to) return dnnl::reorder();
   const dnnl::engine& engine = dnnl_rt::cpu_engine();
@@ -332,8 +372,12 @@ std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, cons
   const int64_t groups = ir::attr_int(attrs, "groups", "conv2d");
   const bool has_bias = in.size() == 3;
   const ConvActivation activation = conv_activation(attrs);
-  // Channels-last activations always run the channels-last primitive.
-  const bool blocked = last || use_blocked_layout(ws, win, groups, deterministic);
+  // Channels-last activations always run a direct kernel: on nhwc, or, where that kernel is slow
+  // and the convolution heavy enough (blocked_activations_pay), on oneDNN's blocked layout with
+  // reorders around it. The choice depends on the shapes alone, so an NCHW and an NHWC node (and
+  // every mode) run the same primitive.
+  const bool own_layout = blocked_activations_pay(xs, ws, win, groups);
+  const bool blocked = own_layout || last || use_blocked_layout(ws, win, groups, deterministic);
   dnnl_rt::PrimitiveKey key("conv2d");
   key.add(std::span<const int64_t>(xs))
       .add(std::span<const int64_t>(ws))
@@ -358,10 +402,11 @@ std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, cons
     // own choice of blocked layout (benchmarks/dnnl_kernels_bench.cc), and nhwc is a layout the
     // graph can keep between ops: an NCHW and an NHWC node run the very same primitive, so the
     // format-transform pass changes no bits.
+    const tag activations = own_layout ? tag::any : tag::nhwc;
     const dnnl::memory::desc src =
-        blocked ? dnnl::memory::desc(src_dims, f32, tag::nhwc) : conv->user_src;
+        blocked ? dnnl::memory::desc(src_dims, f32, activations) : conv->user_src;
     const dnnl::memory::desc dst =
-        blocked ? dnnl::memory::desc(dst_dims, f32, tag::nhwc) : conv->user_dst;
+        blocked ? dnnl::memory::desc(dst_dims, f32, activations) : conv->user_dst;
     const dnnl::memory::desc weights =
         blocked ? dnnl::memory::desc(weight_dims, f32, tag::any) : conv->user_weights;
     // oneDNN counts dilation from 0 (1 = one gap); output sizes round down as here.
@@ -777,6 +822,14 @@ bool conv2d_runs_packed(std::span<const TensorType> in, const Attrs& attrs) {
   return in.size() >= 2 && runs_packed(in, attrs);
 }
 
+bool conv2d_runs_blocked_activations(std::span<const TensorType> in, const Attrs& attrs) {
+  if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 4) return false;
+  if (runs_depthwise_nchw(in, attrs) || runs_packed(in, attrs)) return false;
+  const Shape xs = nchw_sizes(in[0].shape, channels_last("conv2d", attrs));
+  return blocked_activations_pay(xs, in[1].shape, conv_window(xs, in[1].shape, attrs),
+                                 ir::attr_int(attrs, "groups", "conv2d"));
+}
+
 bool conv2d_reorders_to_channels_last(std::span<const TensorType> in, const Attrs& attrs,
                                       bool deterministic) {
   if (in.size() < 2 || in[0].dtype != DType::kFloat32 || in[0].shape.size() != 4) return false;
@@ -944,6 +997,13 @@ const ir::OpRegistration kConv2d =
             sample({f32({1, 5, 5, 300}), f32({180, 300, 1, 1}), f32({180})},
                    activation_attrs(channels_last_attrs(conv_attrs({1, 1}, {0, 0}, {1, 1}, 1)),
                                     "clip", -0.25, 0.5)),
+            // Heavy enough (FLOPs per activation byte) to run on oneDNN's blocked layout where
+            // its channels-last kernel is not brgconv: NCHW with bias, channels-last strided.
+            sample({f32({1, 96, 19, 17}), f32({128, 96, 3, 3}), f32({128})},
+                   conv_attrs({1, 1}, {0, 0}, {1, 1}, 1)),
+            sample({f32({2, 9, 9, 256}), f32({256, 256, 3, 3})},
+                   activation_attrs(channels_last_attrs(conv_attrs({2, 2}, {1, 1}, {1, 1}, 1)),
+                                    "relu")),
             // The library activations (oneDNN's post-op math): on the channels-last blocked
             // path with bias, through the packed kernel, the NCHW plain path, and the depthwise
             // and float64 paths (the separate ops' math after the convolution).

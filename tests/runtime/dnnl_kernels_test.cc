@@ -14,6 +14,7 @@
 #include "ir/op_def.h"
 #include "runtime/dnnl/prepare.h"
 #include "runtime/dnnl/primitive_cache.h"
+#include "runtime/kernels/conv_layout.h"
 #include "runtime/kernels/depthwise_conv.h"
 #include "runtime/parallel.h"
 #include "tests/runtime/ops_test_util.h"
@@ -318,6 +319,53 @@ TEST(DnnlKernels, DepthwiseNchwGivesTheBitsOfChannelsLast) {
       last_in[0] = run("transpose", x, to_nhwc, threads, false);
       std::vector<HostTensor> y = {run("conv2d", last_in, nhwc, threads, false)};
       EXPECT_TRUE(nchw_out.same_bytes(run("transpose", y, to_nchw, threads, false)));
+    }
+  }
+}
+
+// Convolutions with many FLOPs per activation byte run in oneDNN's blocked layout on CPUs whose
+// channels-last kernel is not brgconv (conv.cc, blocked_activations_pay), with reorders around
+// the primitive: an NCHW and an NHWC node still run the same primitive and give the same bits, at
+// one and two threads; a thin convolution stays on the channels-last kernel, the same either way.
+TEST(DnnlKernels, HeavyConvolutionsGiveTheSameBitsInEitherFormat) {
+  const ir::DType f = ir::DType::kFloat32;
+  struct Case {
+    ir::Shape x, w;  // NCHW, OIHW
+    int64_t stride, pad;
+    std::string activation;
+    bool heavy;  // at least 200 FLOPs per activation byte
+  };
+  const std::vector<Case> cases = {
+      {{1, 96, 19, 17}, {128, 96, 3, 3}, 1, 0, "none", true},     // 221 FLOP per byte
+      {{2, 256, 9, 9}, {256, 256, 3, 3}, 2, 1, "relu", true},     // 272
+      {{1, 1024, 5, 5}, {1024, 1024, 1, 1}, 1, 0, "silu", true},  // 256
+      {{1, 16, 30, 30}, {16, 16, 3, 3}, 1, 1, "none", false},     // 36: channels-last kernel
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ir::shape_to_string(c.x) + " * " + ir::shape_to_string(c.w));
+    std::vector<ir::TensorType> types = {{f, c.x}, {f, c.w}, {f, {c.w[0]}}};
+    std::vector<HostTensor> in = random_inputs(types, 3);
+    ir::Attrs attrs = conv({c.stride, c.stride}, {c.pad, c.pad}, 1);
+    attrs["activation"] = c.activation;
+    ir::get_op("conv2d").infer_types(types, attrs);
+    EXPECT_EQ(ops::conv2d_runs_blocked_activations(types, attrs),
+              c.heavy && !ops::conv2d_runs_packed(types, attrs) &&
+                  !ops::onednn_channels_last_conv_is_brgconv());
+    ir::Attrs nhwc = attrs;
+    nhwc["data_format"] = std::string("NHWC");
+    const ir::Attrs to_nhwc = {{"perm", std::vector<int64_t>{0, 2, 3, 1}}};
+    const ir::Attrs to_nchw = {{"perm", std::vector<int64_t>{0, 3, 1, 2}}};
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("threads " + std::to_string(threads));
+      const HostTensor nchw_out = run("conv2d", in, attrs, threads, true);
+      std::vector<HostTensor> x = {in[0]};
+      std::vector<HostTensor> last_in = in;
+      last_in[0] = run("transpose", x, to_nhwc, threads, true);
+      std::vector<HostTensor> y = {run("conv2d", last_in, nhwc, threads, true)};
+      EXPECT_TRUE(nchw_out.same_bytes(run("transpose", y, to_nchw, threads, true)));
+      if (threads == 2) {
+        EXPECT_TRUE(nchw_out.same_bytes(run("conv2d", in, attrs, 1, true))) << "deterministic";
+      }
     }
   }
 }

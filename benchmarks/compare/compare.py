@@ -376,6 +376,72 @@ def print_tables(cells, engines, out=sys.stdout):
               f"{med(r.wall_s):>7.2f}\n")
 
 
+# The mode rule: GRAPH at any level is never slower than PYNATIVE, O1 and O2 never slower than O0.
+# (slower engine, faster engine it must not lose to)
+MODE_RULE = [("o0", "pynative"), ("o1", "pynative"), ("o2", "pynative"), ("o1", "o0"),
+             ("o2", "o0"), ("o1-boost", "o1")]
+
+
+def mode_rule_breaks(cells):
+    """Cells where an engine is slower than one it must not lose to, beyond the two engines'
+    own round-to-round spread: [(net, threads, engine, other, ratio, noise)]."""
+    breaks = []
+    for cell in cells:
+        res = cell["results"]
+        for a, b in MODE_RULE:
+            ra, rb = res.get(a), res.get(b)
+            if not (ra and rb and ra.round_medians and rb.round_medians):
+                continue
+            ratio = ra.median() / rb.median()
+            noise = max(ra.spread() or 0.0, rb.spread() or 0.0) / 100.0
+            if ratio > 1.0 + noise:
+                breaks.append((cell["net"], cell["threads"], a, b, ratio, noise))
+    return breaks
+
+
+def print_mode_rule(cells, out=sys.stdout):
+    w = out.write
+    w("\nTable 3: the mode rule (GRAPH never slower than PYNATIVE; O1, O2 never slower than O0)\n")
+    breaks = mode_rule_breaks(cells)
+    if not breaks:
+        w("held in every cell measured (slower only within the engines' round-to-round spread)\n")
+    for net, t, a, b, ratio, noise in breaks:
+        w(f"{net:14s} {t:>3d} {ENGINES[a][0]} / {ENGINES[b][0]} = {ratio:.2f} "
+          f"(spread {100 * noise:.0f}%): BROKEN\n")
+    return breaks
+
+
+def write_markdown(cells, engines, path: Path):
+    """One row per network: ORT's ms and each modeflow engine's time over ORT's, per thread
+    count, and the largest output difference from PyTorch relative to its largest value."""
+    threads = sorted({c["threads"] for c in cells})
+    ours = [e for e in engines if e != "ort"]
+    head = ["network"]
+    for t in threads:
+        head += [f"ORT ms T={t}"] + [f"{ENGINES[e][0].replace('mf ', '')} T={t}" for e in ours]
+    head.append("max rel. diff vs PyTorch")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    by_net = {}
+    for c in cells:
+        by_net.setdefault(c["net"], {})[c["threads"]] = c
+    for net, per_t in by_net.items():
+        row, worst = [net], None
+        for t in threads:
+            c = per_t.get(t)
+            ort = c["results"].get("ort") if c else None
+            ort_med = ort.median() if ort and ort.round_medians else None
+            row.append(fmt_ms(ort_med) if ort_med else "-")
+            for e in ours:
+                r = c["results"].get(e) if c else None
+                ok = r and r.round_medians and ort_med
+                row.append(f"{r.median() / ort_med:.2f}" if ok else "-")
+                if c and c.get("rel_torch", {}).get(e) is not None:
+                    worst = max(worst or 0.0, c["rel_torch"][e])
+        row.append(f"{worst:.1e}" if worst is not None else "-")
+        lines.append("| " + " | ".join(row) + " |")
+    path.write_text("\n".join(lines) + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -400,6 +466,11 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=600, help="seconds per process (default 600)")
     ap.add_argument("--node", default=shutil.which("node"), help="the node binary")
     ap.add_argument("--json", type=Path, help="write every measurement to this JSON file")
+    ap.add_argument("--markdown", type=Path,
+                    help="write a table of the ratios to ORT (one row per network) to this file")
+    ap.add_argument("--check-mode-rule", action="store_true",
+                    help="exit 3 when GRAPH is slower than PYNATIVE or O1/O2 slower than O0 in "
+                         "a cell, beyond the engines' spread (Table 3)")
     args = ap.parse_args()
 
     engines = []
@@ -448,8 +519,14 @@ def main() -> int:
                 ort_out = results["ort"].output if "ort" in results else None
                 cell = {"net": net, "threads": t, "results": results, "diff_ort": {},
                         "diff_torch": {}}
+                cell["rel_torch"] = {}
+                scale = None
+                if np is not None and torch_out.exists():
+                    scale = float(np.max(np.abs(np.load(torch_out)))) or None
                 for e, r in results.items():
                     cell["diff_torch"][e] = max_abs_diff(r.output, torch_out)
+                    if scale and cell["diff_torch"][e] is not None:
+                        cell["rel_torch"][e] = cell["diff_torch"][e] / scale
                     if e != "ort":
                         cell["diff_ort"][e] = max_abs_diff(r.output, ort_out)
                 cells.append(cell)
@@ -459,6 +536,10 @@ def main() -> int:
                               f"({r.runs} runs, {len(r.round_medians)} rounds)", flush=True)
 
         print_tables(cells, engines)
+        breaks = print_mode_rule(cells)
+        if args.markdown:
+            write_markdown(cells, engines, args.markdown)
+            print(f"compare: wrote {args.markdown}")
     for n in notes:
         print(f"note: {n}")
     print("\nmedian: of the per-round medians (each round one process per engine; mf's median "
@@ -479,6 +560,9 @@ def main() -> int:
         }
         args.json.write_text(json.dumps(payload, indent=1) + "\n")
         print(f"compare: wrote {args.json}")
+    if args.check_mode_rule and breaks:
+        print(f"compare: the mode rule is broken in {len(breaks)} cell(s) (Table 3)")
+        return 3
     return 0
 
 

@@ -9,10 +9,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "base/error.h"
+#include "runtime/profiler.h"
 
 namespace mf::runtime {
 namespace {
@@ -77,15 +79,26 @@ void parallel_for(int64_t n, int64_t grain,
   std::atomic<int64_t> next{0};
   std::exception_ptr failure;
   std::mutex failure_mutex;
+  // Under a profile, each worker's share of the chunks is an event on its own track, named after
+  // the caller's kernel (null, and nothing recorded, outside a profile).
+  const char* kernel = Profiler::active() ? profile_current_kernel() : nullptr;
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> worker_numbers{1};
   // What each thread of the team runs: chunks from the shared counter until none is left.
   auto take_chunks = [&] {
     // Team threads do not inherit the caller's thread-local count; a kernel nested in a chunk must
     // see the same count, not the core default.
     ScopedIntraOpThreads inherit(threads);
+    const bool worker = kernel != nullptr && std::this_thread::get_id() != caller;
+    std::optional<WorkerTimer> timer;
+    if (worker) {
+      timer.emplace(kernel, omp_in_parallel() ? omp_get_thread_num() : worker_numbers.fetch_add(1));
+    }
     for (int64_t chunk = next.fetch_add(1); chunk < chunks; chunk = next.fetch_add(1)) {
       try {
         const int64_t begin = chunk * grain;
         fn(begin, std::min(n, begin + grain));
+        if (timer) timer->chunk_done();
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();

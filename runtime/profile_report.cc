@@ -125,10 +125,11 @@ std::string profile_trace_json(const Profile& p, const HardwareRates& m) {
       continue;
     }
     const bool pass = e.kind == ProfileEventKind::kPass || e.kind == ProfileEventKind::kPhase;
-    const char* category = e.kind == ProfileEventKind::kKernel  ? "kernel"
-                           : e.kind == ProfileEventKind::kPass  ? "pass"
-                           : e.kind == ProfileEventKind::kPhase ? "compile"
-                                                                : "iteration";
+    const char* category = e.kind == ProfileEventKind::kKernel   ? "kernel"
+                           : e.kind == ProfileEventKind::kPass   ? "pass"
+                           : e.kind == ProfileEventKind::kPhase  ? "compile"
+                           : e.kind == ProfileEventKind::kWorker ? "worker"
+                                                                 : "iteration";
     out += ",\n{\"name\":" + json_string(e.name) + ",\"cat\":\"" + category +
            "\",\"ph\":\"X\",\"pid\":" + (pass ? "2" : "1") +
            ",\"tid\":" + std::to_string(e.thread) + ",\"ts\":" + format("%.3f", us(e.start_ns)) +
@@ -139,6 +140,8 @@ std::string profile_trace_json(const Profile& p, const HardwareRates& m) {
              ",\"flops\":" + format("%.0f", e.flops) + ",\"bytes\":" + format("%.0f", e.bytes) +
              ",\"gflops_per_s\":" + format("%.4g", e.flops / seconds / 1e9) +
              ",\"gb_per_s\":" + format("%.4g", e.bytes / seconds / 1e9) + "}";
+    } else if (e.kind == ProfileEventKind::kWorker) {
+      out += ",\"args\":{\"chunks\":" + std::to_string(e.chunks) + "}";
     } else if (!e.mode.empty()) {
       out += ",\"args\":{\"mode\":" + json_string(e.mode) + "}";
     }

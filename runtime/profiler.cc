@@ -155,8 +155,43 @@ KernelCost kernel_cost(const ir::KernelContext& ctx) {
   return cost;
 }
 
+namespace {
+thread_local const char* tls_current_kernel = nullptr;
+}  // namespace
+
+const char* profile_current_kernel() {
+  return tls_current_kernel;
+}
+
+KernelTimer::KernelTimer(const ir::KernelContext& ctx, const char* mode)
+    : ctx_(ctx), mode_(mode), on_(Profiler::active()), start_(on_ ? Profiler::now_ns() : 0) {
+  if (on_) {
+    outer_kernel_ = tls_current_kernel;
+    tls_current_kernel = ctx.op_name.data();
+  }
+}
+
+WorkerTimer::WorkerTimer(const char* kernel, int worker)
+    : kernel_(kernel),
+      on_(kernel != nullptr && Profiler::active()),
+      start_(on_ ? Profiler::now_ns() : 0) {
+  if (on_) profile_thread_name("intra-op worker " + std::to_string(worker));
+}
+
+WorkerTimer::~WorkerTimer() {
+  if (!on_ || chunks_ == 0) return;
+  ProfileEvent e;
+  e.kind = ProfileEventKind::kWorker;
+  e.name = kernel_;
+  e.start_ns = start_;
+  e.duration_ns = Profiler::now_ns() - start_;
+  e.chunks = chunks_;
+  Profiler::record(std::move(e));
+}
+
 KernelTimer::~KernelTimer() {
   if (!on_) return;
+  tls_current_kernel = outer_kernel_;
   ProfileEvent e;
   e.kind = ProfileEventKind::kKernel;
   e.name = std::string(ctx_.op_name);

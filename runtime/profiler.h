@@ -23,7 +23,9 @@ namespace mf::runtime {
 // Kernel runs, compile passes, the other compile phases (trace, cache lookup and store, preparing
 // kernels), iterations, and memory: the pool reserving a block from the system (`bytes` is what
 // it then holds in all).
-enum class ProfileEventKind : uint8_t { kKernel, kPass, kPhase, kIteration, kMemory };
+// kWorker: an intra-op worker thread's share of one kernel's parallel chunks, from its first
+// chunk's start to its last one's end (the calling thread's share is inside its kernel event).
+enum class ProfileEventKind : uint8_t { kKernel, kPass, kPhase, kIteration, kMemory, kWorker };
 
 struct ProfileEvent {
   ProfileEventKind kind = ProfileEventKind::kKernel;
@@ -33,6 +35,7 @@ struct ProfileEvent {
   int thread = 0;      // a small number per thread (see profile_thread_name)
   int64_t start_ns = 0, duration_ns = 0;  // from the profile's start
   double flops = 0, bytes = 0;            // kernels; bytes also for memory events
+  int64_t chunks = 0;                     // worker events: the chunks that thread ran
 };
 
 struct Profile {
@@ -70,11 +73,14 @@ void profile_memory(double reserved_bytes);
 // Names the calling thread's track in the trace ("PYNATIVE queue"); the first name given stays.
 void profile_thread_name(std::string_view name);
 
+// The op of the kernel the calling thread is running under a KernelTimer, or null: what an
+// intra-op worker's events are named after.
+const char* profile_current_kernel();
+
 // Times one kernel run when a profile is on.
 class KernelTimer {
  public:
-  KernelTimer(const ir::KernelContext& ctx, const char* mode)
-      : ctx_(ctx), mode_(mode), on_(Profiler::active()), start_(on_ ? Profiler::now_ns() : 0) {}
+  KernelTimer(const ir::KernelContext& ctx, const char* mode);
   ~KernelTimer();
   KernelTimer(const KernelTimer&) = delete;
   KernelTimer& operator=(const KernelTimer&) = delete;
@@ -84,6 +90,24 @@ class KernelTimer {
   const char* mode_;
   bool on_;
   int64_t start_;
+  const char* outer_kernel_ = nullptr;  // restored at the end (a kernel inside a kernel)
+};
+
+// Records an intra-op worker's share of the current kernel's chunks when a profile is on: made on
+// the worker before its first chunk, told of each chunk, recorded (if it ran any) at its end.
+class WorkerTimer {
+ public:
+  WorkerTimer(const char* kernel, int worker);
+  void chunk_done() { ++chunks_; }
+  ~WorkerTimer();
+  WorkerTimer(const WorkerTimer&) = delete;
+  WorkerTimer& operator=(const WorkerTimer&) = delete;
+
+ private:
+  const char* kernel_;
+  bool on_;
+  int64_t start_;
+  int64_t chunks_ = 0;
 };
 
 // Times a named span (a pass, an iteration) when a profile is on.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "context/context.h"
 #include "engine/eager/ir_runner.h"
@@ -228,6 +229,51 @@ TEST_F(ProfilerTest, AnUnwritableFolderIsAnErrorAndLeavesNoPartialFile) {
   for (const auto& e : fs::directory_iterator(dir / "prof")) entries += e.is_regular_file();
   EXPECT_EQ(entries, 3) << "a temporary file was left behind";
   fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mf
+
+namespace mf {
+namespace {
+
+// With two intra-op threads, a kernel split into chunks shows its worker's share on a track of its
+// own ("intra-op worker 1"), named after the kernel and inside that kernel's event in time.
+TEST_F(ProfilerTest, IntraOpWorkersHaveTracksOfTheirOwn) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs two cores";
+  context::set(
+      {{"mode", "PYNATIVE_MODE"}, {"pynative_synchronize", true}, {"runtime_num_threads", 2}});
+  const Tensor a = Tensor::uniform({1 << 22}, -1, 1, 1), b = Tensor::uniform({1 << 22}, -1, 1, 2);
+  ops::add(a, b).sync();  // warm: the team exists before the profile
+  Profiler::start();
+  for (int i = 0; i < 8; ++i) ops::add(a, b).sync();
+  const Profile p = Profiler::stop();
+  int workers = 0;
+  for (const ProfileEvent& w : p.events) {
+    if (w.kind != ProfileEventKind::kWorker) continue;
+    ++workers;
+    EXPECT_EQ(w.name, "add");
+    EXPECT_GT(w.chunks, 0);
+    EXPECT_EQ(p.thread_names.at(w.thread).rfind("intra-op worker", 0), 0u)
+        << p.thread_names.at(w.thread);
+    int inside = 0;
+    for (const ProfileEvent& k : p.events) {
+      inside += k.kind == ProfileEventKind::kKernel && k.name == "add" && k.thread != w.thread &&
+                w.start_ns >= k.start_ns &&
+                w.start_ns + w.duration_ns <= k.start_ns + k.duration_ns;
+    }
+    EXPECT_EQ(inside, 1);
+  }
+  EXPECT_GT(workers, 0) << "128 chunks of 32768 elements, eight times: the worker took none";
+  const Json trace = Json::parse(runtime::profile_trace_json(p, machine()));
+  int worker_events = 0;
+  for (const Json& e : trace["traceEvents"]) {
+    if (e.value("cat", "") == "worker") {
+      ++worker_events;
+      EXPECT_GT(e["args"]["chunks"].get<int>(), 0);
+    }
+  }
+  EXPECT_EQ(worker_events, workers);
 }
 
 }  // namespace

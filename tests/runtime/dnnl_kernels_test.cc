@@ -276,6 +276,24 @@ TEST(DnnlKernels, FusedActivationGivesTheBytesOfTheSeparateOps) {
 // agree bit for bit. Shapes cover the kernel's vector paths (stride 1 and 2, 16 outputs at a time)
 // and their tails, padding on every side, a 5x5 window, dilation, bias and both activations.
 // Nothing is prepared for the NCHW form: there is no oneDNN primitive behind it.
+// conv2d over NCHW `in` with `attrs` at `threads`, checked to give the bytes of the same
+// convolution over x transposed to channels-last (data_format NHWC), its y transposed back.
+HostTensor expect_nchw_gives_the_bits_of_channels_last(std::vector<HostTensor>& in,
+                                                       const ir::Attrs& attrs, int threads,
+                                                       bool deterministic) {
+  ir::Attrs nhwc = attrs;
+  nhwc["data_format"] = std::string("NHWC");
+  const ir::Attrs to_nhwc = {{"perm", std::vector<int64_t>{0, 2, 3, 1}}};
+  const ir::Attrs to_nchw = {{"perm", std::vector<int64_t>{0, 3, 1, 2}}};
+  const HostTensor nchw_out = run("conv2d", in, attrs, threads, deterministic);
+  std::vector<HostTensor> x = {in[0]};
+  std::vector<HostTensor> last_in = in;
+  last_in[0] = run("transpose", x, to_nhwc, threads, deterministic);
+  std::vector<HostTensor> y = {run("conv2d", last_in, nhwc, threads, deterministic)};
+  EXPECT_TRUE(nchw_out.same_bytes(run("transpose", y, to_nchw, threads, deterministic)));
+  return nchw_out;
+}
+
 TEST(DnnlKernels, DepthwiseNchwGivesTheBitsOfChannelsLast) {
   const ir::DType f = ir::DType::kFloat32;
   struct Case {
@@ -307,18 +325,9 @@ TEST(DnnlKernels, DepthwiseNchwGivesTheBitsOfChannelsLast) {
     // oneDNN's channels-last kernel, whose primitive is prepared.
     EXPECT_EQ(prepare("conv2d", {types, constants, attrs, 1, false}).created,
               !ops::depthwise_nchw_matches_onednn());
-    ir::Attrs nhwc = attrs;
-    nhwc["data_format"] = std::string("NHWC");
-    const ir::Attrs to_nhwc = {{"perm", std::vector<int64_t>{0, 2, 3, 1}}};
-    const ir::Attrs to_nchw = {{"perm", std::vector<int64_t>{0, 3, 1, 2}}};
     for (int threads : {1, 2}) {
       SCOPED_TRACE("threads " + std::to_string(threads));
-      const HostTensor nchw_out = run("conv2d", in, attrs, threads, false);
-      std::vector<HostTensor> x = {in[0]};
-      std::vector<HostTensor> last_in = in;
-      last_in[0] = run("transpose", x, to_nhwc, threads, false);
-      std::vector<HostTensor> y = {run("conv2d", last_in, nhwc, threads, false)};
-      EXPECT_TRUE(nchw_out.same_bytes(run("transpose", y, to_nchw, threads, false)));
+      expect_nchw_gives_the_bits_of_channels_last(in, attrs, threads, false);
     }
   }
 }
@@ -351,18 +360,10 @@ TEST(DnnlKernels, HeavyConvolutionsGiveTheSameBitsInEitherFormat) {
     EXPECT_EQ(ops::conv2d_runs_blocked_activations(types, attrs),
               c.heavy && !ops::conv2d_runs_packed(types, attrs) &&
                   !ops::onednn_channels_last_conv_is_brgconv());
-    ir::Attrs nhwc = attrs;
-    nhwc["data_format"] = std::string("NHWC");
-    const ir::Attrs to_nhwc = {{"perm", std::vector<int64_t>{0, 2, 3, 1}}};
-    const ir::Attrs to_nchw = {{"perm", std::vector<int64_t>{0, 3, 1, 2}}};
     for (int threads : {1, 2}) {
       SCOPED_TRACE("threads " + std::to_string(threads));
-      const HostTensor nchw_out = run("conv2d", in, attrs, threads, true);
-      std::vector<HostTensor> x = {in[0]};
-      std::vector<HostTensor> last_in = in;
-      last_in[0] = run("transpose", x, to_nhwc, threads, true);
-      std::vector<HostTensor> y = {run("conv2d", last_in, nhwc, threads, true)};
-      EXPECT_TRUE(nchw_out.same_bytes(run("transpose", y, to_nchw, threads, true)));
+      const HostTensor nchw_out =
+          expect_nchw_gives_the_bits_of_channels_last(in, attrs, threads, true);
       if (threads == 2) {
         EXPECT_TRUE(nchw_out.same_bytes(run("conv2d", in, attrs, 1, true))) << "deterministic";
       }

@@ -461,8 +461,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5,
                     help="rounds the runs are spread over (default 5; more if the minimums need)")
     ap.add_argument("--min-per-round", type=int, default=10,
-                    help="timed runs per process, at least (default 10: mf's median includes its "
-                         "first, slow iteration, which moves it by one rank)")
+                    help="timed runs per process, at least (default 10: a process's median "
+                         "over few runs moves with each one; mf's leaves out its first iteration)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per process (default 600)")
     ap.add_argument("--node", default=shutil.which("node"), help="the node binary")
     ap.add_argument("--json", type=Path, help="write every measurement to this JSON file")
@@ -543,7 +543,7 @@ def main() -> int:
     for n in notes:
         print(f"note: {n}")
     print("\nmedian: of the per-round medians (each round one process per engine; mf's median "
-          "includes its first iteration,\nORT's excludes its warm-up). spread: (max - min) of the "
+          "leaves out its first iteration,\nas ORT's its warm-up). spread: (max - min) of the "
           "round medians / median. x ORT: median / ORT's median.\n|d ORT|, |d torch|: max abs "
           "difference of the output from ORT's and PyTorch's. first ms: the first run of a "
           "process\n(mf GRAPH: includes compiling). load ms: ORT session creation. pool peak, "

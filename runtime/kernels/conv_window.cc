@@ -85,7 +85,7 @@ void check_nchw(std::string_view op, const TensorType& x) {
 bool channels_last(std::string_view op, const Attrs& attrs) {
   const std::string& format = ir::attr_string(attrs, "data_format", op);
   MF_CHECK(format == "NCHW" || format == "NHWC", InvalidArgument, op,
-           ": data_format must be 'NCHW' or 'NHWC', got '", format, "'");
+           ": data_format must be 'NCHW' or 'NHWC', got '", echo(format), "'");
   return format == "NHWC";
 }
 

@@ -470,11 +470,13 @@ namespace mf::runtime::dnnl_rt {
 namespace {
 
 TEST(DnnlKernels, AnUnknownDataFormatIsRejectedByName) {
-  for (const char* op : {"conv2d", "max_pool2d", "avg_pool2d"}) {
+  for (const char* op : {"conv2d", "max_pool2d", "avg_pool2d", "batch_norm"}) {
     std::vector<ir::TensorType> inputs = {{ir::DType::kFloat32, {1, 4, 6, 6}}};
     ir::Attrs attrs = {{"data_format", std::string("NCWH")}};
     if (std::string(op) == "conv2d") {
       inputs.push_back({ir::DType::kFloat32, {4, 4, 3, 3}});
+    } else if (std::string(op) == "batch_norm") {
+      for (int i = 0; i < 4; ++i) inputs.push_back({ir::DType::kFloat32, {4}});
     } else {
       attrs["kernel"] = std::vector<int64_t>{2, 2};
     }
@@ -488,6 +490,19 @@ TEST(DnnlKernels, AnUnknownDataFormatIsRejectedByName) {
                 std::string::npos)
           << e.what();
     }
+  }
+  // A format from input is echoed escaped and cut, never raw.
+  std::vector<ir::TensorType> inputs(5, {ir::DType::kFloat32, {4}});
+  inputs[0] = {ir::DType::kFloat32, {1, 4, 6, 6}};
+  ir::Attrs attrs = {{"data_format", std::string("\x1b[2J") + std::string(5000, 'N')}};
+  try {
+    ir::get_op("batch_norm").infer_types(inputs, attrs);
+    ADD_FAILURE() << "batch_norm accepted a hostile data_format";
+  } catch (const mf::Error& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find('\x1b'), std::string::npos);
+    EXPECT_NE(message.find("got '\\x1b[2J"), std::string::npos) << message;
+    EXPECT_LT(message.size(), 1000u);
   }
 }
 

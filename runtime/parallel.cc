@@ -82,7 +82,7 @@ void parallel_for(int64_t n, int64_t grain,
   // Under a profile, each worker's share of the chunks is an event on its own track, named after
   // the caller's kernel (null, and nothing recorded, outside a profile).
   const char* kernel = Profiler::active() ? profile_current_kernel() : nullptr;
-  const std::thread::id caller = std::this_thread::get_id();
+  const std::thread::id caller = kernel ? std::this_thread::get_id() : std::thread::id();
   std::atomic<int> worker_numbers{1};
   // What each thread of the team runs: chunks from the shared counter until none is left.
   auto take_chunks = [&] {

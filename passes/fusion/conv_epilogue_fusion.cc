@@ -119,9 +119,7 @@ class ConvEpilogueFusion final : public Pass {
   static std::optional<Match> match_library(ir::Node& end) {
     Match m;
     if (end.op() == "sigmoid") {
-      m.conv = end.input(0).node();
-      m.members = {&end};
-      m.activation = "sigmoid";
+      m = {end.input(0).node(), {&end}, "sigmoid"};
     } else if (end.op() == "mul" && end.num_inputs() == 2) {
       for (size_t k = 0; k < 2 && m.conv == nullptr; ++k) {
         const ir::Value c = end.input(k);
@@ -152,9 +150,7 @@ class ConvEpilogueFusion final : public Pass {
   static std::optional<Match> match(ir::Node& end) {
     Match m;
     if (end.op() == "relu") {
-      m.conv = end.input(0).node();
-      m.members = {&end};
-      m.activation = "relu";
+      m = {end.input(0).node(), {&end}, "relu"};
     } else if (end.op() == "clip") {
       const std::optional<float> lo = scalar_constant(end.input(1));
       const std::optional<float> hi = scalar_constant(end.input(2));
@@ -221,9 +217,6 @@ class ConvEpilogueFusion final : public Pass {
       std::optional<Match> m = match(*end);
       if (!m && !options_.deterministic) m = match_library(*end);
       if (!m) continue;
-      if (m->conv->uses().size() > 1 && m->members.size() == 1 && end->op() == "sigmoid") {
-        continue;  // a silu's sigmoid whose mul was refused: reported there
-      }
       if (const std::string reason = refusal(*m); !reason.empty()) {
         report.rejected(
             {graph.name(), fusion::node_name(*end), "into " + fusion::node_name(*m->conv), reason});

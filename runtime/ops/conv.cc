@@ -749,18 +749,15 @@ void conv2d_kernel(const ir::KernelContext& ctx) {
   const TensorType in[] = {ctx.inputs[0].type, ctx.inputs[1].type};
   // The direct kernels apply relu and clip themselves (direct_activation), the library
   // activations after.
-  const ConvActivation activation = conv_activation(ctx.attrs);
   if (runs_depthwise_nchw(in, ctx.attrs)) {
     conv2d_depthwise_nchw(ctx);
-    if (!activation.exact()) apply_activation<float>(ctx, activation);
-    return;
-  }
-  if (runs_packed(in, ctx.attrs)) {
+  } else if (runs_packed(in, ctx.attrs)) {
     conv2d_packed(ctx);
-    if (!activation.exact()) apply_activation<float>(ctx, activation);
-    return;
+  } else {
+    return conv2d_dnnl(ctx);
   }
-  conv2d_dnnl(ctx);
+  const ConvActivation activation = conv_activation(ctx.attrs);
+  if (!activation.exact()) apply_activation<float>(ctx, activation);
 }
 
 // Creates the primitive; with constant weights in another layout than theirs, also reorders them

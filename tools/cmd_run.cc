@@ -72,15 +72,36 @@ void print_graph_report(const std::string& label, const engine::GraphRunReport& 
   for (const auto& file : report.dump_files) std::printf("dumped %s\n", file.string().c_str());
 }
 
-std::map<std::string, Tensor> load_inputs(const std::vector<std::string>& items) {
-  std::map<std::string, Tensor> loaded;
+// Where a name comes again, a new input set starts: `--input x=a.npy --input x=b.npy` is two runs.
+// NAME=DIR gives one set per .npy file in DIR, in name order.
+std::vector<std::map<std::string, Tensor>> load_input_sets(const std::vector<std::string>& items) {
+  std::vector<std::map<std::string, Tensor>> sets(1);
   for (const auto& item : items) {
     const size_t eq = item.find('=');
     MF_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < item.size(), InvalidArgument,
-             "--input '", echo(item), "' is malformed; expected NAME=FILE.npy");
-    loaded[item.substr(0, eq)] = Tensor::load_npy(item.substr(eq + 1));
+             "--input '", echo(item), "' is malformed; expected NAME=FILE.npy or NAME=DIR");
+    const std::string name = item.substr(0, eq);
+    const std::filesystem::path path = item.substr(eq + 1);
+    std::vector<std::filesystem::path> files;
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+        if (entry.path().extension() == ".npy") files.push_back(entry.path());
+      }
+      MF_CHECK(!ec && !files.empty(), InvalidArgument, "--input ", echo(name, 80), "=",
+               echo(path.string()), ": the folder holds no .npy file");
+      std::sort(files.begin(), files.end());
+    } else {
+      files.push_back(path);
+    }
+    for (const auto& file : files) {
+      auto target =
+          std::find_if(sets.begin(), sets.end(), [&](const auto& set) { return !set.count(name); });
+      if (target == sets.end()) target = sets.insert(sets.end(), {});
+      (*target)[name] = Tensor::load_npy(file.string());
+    }
   }
-  return loaded;
+  return sets;
 }
 
 void print_output(const std::string& name, const Tensor& t) {
@@ -97,6 +118,84 @@ void print_output(const std::string& name, const Tensor& t) {
               std::string(ir::dtype_name(t.dtype())).c_str(), s.sum, s.mean, s.min, s.max);
 }
 
+// Several input sets (sizes, for a model with dynamic dimensions): each runs once, in this one
+// process, and the report says what each compiled.
+void run_input_sets(const RunOptions& options,
+                    const std::vector<std::map<std::string, Tensor>>& sets) {
+  MF_CHECK(options.iters == 1 && options.profile_dir.empty() && options.jit_cells.empty(),
+           InvalidArgument,
+           "several input sets run once each: drop --iters, --profile and --jit (or give one set)");
+  const auto policy = engine::current_policy();
+  const bool graph_mode = policy->mode.value == context::ExecutionMode::kGraph;
+  std::unique_ptr<nn::Cell> net;
+  std::unique_ptr<engine::ModelFile> file;
+  const bool is_file = engine::model_format(options.target).has_value();
+  const models::NetSpec* spec = nullptr;
+  if (is_file) {
+    file = std::make_unique<engine::ModelFile>(engine::ModelFile::load(options.target));
+    if (file->dynamic()) {
+      std::printf("dynamic inputs: %s\n", ir::signature_to_string(file->signature()).c_str());
+    }
+  } else {
+    spec = &models::find_net(options.target);
+    net = spec->make(options.seed);
+  }
+  std::printf("run: %s in %s, %zu input sets\n", options.target.c_str(),
+              std::string(context::to_string(policy->mode.value)).c_str(), sets.size());
+  size_t compiles = 0;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::pair<std::string, Tensor>> outputs;
+    std::string shapes;
+    for (const auto& [name, t] : sets[k]) {
+      shapes +=
+          (shapes.empty() ? "" : ", ") + echo(name, 80) + " " + ir::shape_to_string(t.shape());
+    }
+    if (file) {
+      outputs = file->run(sets[k], options.seed);
+    } else {
+      for (const auto& [name, tensor] : sets[k]) {
+        MF_CHECK(name == spec->input_name, InvalidArgument, "network '", spec->name,
+                 "' has one input named '", spec->input_name, "', not '", echo(name), "'");
+      }
+      outputs = {{"output", (*net)(sets[k].at(spec->input_name))}};
+    }
+    for (auto& [name, t] : outputs) {
+      if (t.defined()) t.sync();
+    }
+    engine::sync();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::string what = "op by op";
+    if (graph_mode) {
+      const engine::GraphRunReport& report =
+          net ? net->graph_report() : file->runner().graph_report();
+      compiles += report.compiled ? 1 : 0;
+      what = report.compiled ? "compiled in " + std::to_string(report.compile_ms) + " ms"
+                             : "reused a compiled form";
+    }
+    std::printf("input set %zu (%s): %s, %.3g ms\n", k, shapes.c_str(), what.c_str(), ms);
+    for (const auto& [name, t] : outputs) print_output(name, t);
+    if (!options.output_dir.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(options.output_dir, ec);
+      MF_CHECK(!ec, InvalidArgument, "cannot create --output-dir '", echo(options.output_dir),
+               "': ", ec.message());
+      for (const auto& [name, t] : outputs) {
+        const auto out =
+            std::filesystem::path(options.output_dir) / (name + "_" + std::to_string(k) + ".npy");
+        t.save_npy(out);
+        std::printf("wrote %s\n", out.string().c_str());
+      }
+    }
+  }
+  if (graph_mode) std::printf("compiles: %zu for %zu input sets\n", compiles, sets.size());
+  if (file && file->dynamic()) {
+    std::printf("prepared input signatures: %zu held (at most %zu kept)\n", file->prepared_shapes(),
+                engine::ModelFile::kPreparedShapes);
+  }
+}
+
 void run(const RunOptions& options) {
   const auto policy = engine::current_policy();
   const bool is_file = engine::model_format(options.target).has_value();
@@ -106,7 +205,12 @@ void run(const RunOptions& options) {
   std::function<std::vector<std::pair<std::string, Tensor>>()> step;
   std::unique_ptr<nn::Cell> net;
   std::unique_ptr<engine::ModelFile> file;
-  std::map<std::string, Tensor> inputs = load_inputs(options.inputs);
+  const std::vector<std::map<std::string, Tensor>> input_sets = load_input_sets(options.inputs);
+  if (input_sets.size() > 1) {
+    run_input_sets(options, input_sets);
+    return;
+  }
+  std::map<std::string, Tensor> inputs = input_sets.front();
   MF_CHECK(options.jit_cells.empty() || !is_file, InvalidArgument,
            "--jit names cells of a sample network; an .ir or .onnx file has none (run it with "
            "--mode graph to compile it whole)");
@@ -114,7 +218,11 @@ void run(const RunOptions& options) {
   if (is_file) {
     // An ONNX model's weights are its exporter's; --input names may be the file's or the IR's.
     file = std::make_unique<engine::ModelFile>(engine::ModelFile::load(options.target));
-    inputs = file->runner().with_generated(file->feeds(inputs), options.seed);
+    if (file->dynamic()) {
+      std::printf("dynamic inputs: %s\n", ir::signature_to_string(file->signature()).c_str());
+    }
+    inputs =
+        file->runner_for(file->feeds(inputs)).with_generated(file->feeds(inputs), options.seed);
     step = [&] { return file->runner().run(inputs, options.seed); };
   } else {
     const models::NetSpec& spec = models::find_net(options.target);
@@ -247,7 +355,9 @@ void add_run_command(CLI::App& app, GlobalOptions& global) {
   cmd->add_option("target", options->target, "A network from `mf nets`, a FILE.ir or a FILE.onnx")
       ->required();
   cmd->add_option("--input", options->inputs,
-                  "Feed an input from a .npy file: NAME=FILE.npy (repeatable)");
+                  "Feed an input from a .npy file: NAME=FILE.npy (repeatable). A name given "
+                  "again starts another input set, and NAME=DIR gives one set per .npy file in "
+                  "DIR: each set runs once in this process");
   cmd->add_option("--seed", options->seed, "Seed of the weights and generated inputs (default 0)");
   cmd->add_option("--iters", options->iters, "Iterations to time (default 1)");
   cmd->add_option("--profile", options->profile_dir,

@@ -3,9 +3,15 @@
 // The one place that turns a file into an IrRunner, for `mf run`, `mf dump`, `mf bisect` and
 // Python's `modeflow.onnx.load`: an ONNX model runs with its exporter's weights, and its inputs
 // and outputs keep the names the file gives them.
+//
+// An ONNX model with dynamic dimensions (dim_param, or no dim_value) is parsed once and imported
+// once per concrete input signature: each run binds the symbols from its inputs (a contradiction
+// is an error naming the input and the axis), and each signature's graph, compiled form and
+// kernels are kept, the most recent kPreparedShapes of them.
 
 #include <cstdint>
 #include <filesystem>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -15,6 +21,11 @@
 
 #include "engine/eager/ir_runner.h"
 #include "engine/tensor.h"
+#include "ir/input_signature.h"
+
+namespace mf::onnx {
+struct ParsedModel;
+}
 
 namespace mf::engine {
 
@@ -36,8 +47,19 @@ class ModelFile {
   std::vector<std::pair<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs,
                                                   uint64_t seed);
 
+  // The runner of the inputs' concrete signature, made (imported) on first use: `feeds` are
+  // feeds() of the call's inputs. The one runner of a static model.
+  IrRunner& runner_for(const std::map<std::string, Tensor>& feeds);
+  // The runner the last call ran (or, before any, the first prepared one).
   IrRunner& runner() { return *runner_; }
   const IrRunner& runner() const { return *runner_; }
+
+  // The inputs as the file declares them (by the file's names), dynamic dimensions as symbols.
+  const std::vector<ir::InputSignature>& signature() const { return signature_; }
+  bool dynamic() const { return ir::is_dynamic(signature_); }
+  // Concrete signatures prepared and held (1 for a static model), and how many are kept.
+  size_t prepared_shapes() const { return prepared_.size(); }
+  static constexpr size_t kPreparedShapes = 8;
   ModelFormat format() const { return format_; }
   // The inputs as the file names them, in order, and the IR parameter each one feeds.
   const std::vector<std::string>& input_names() const { return input_names_; }
@@ -49,8 +71,19 @@ class ModelFile {
  private:
   ModelFile() = default;
 
+  // One runner per concrete input signature (the shapes of the dynamic inputs), most recent first.
+  struct Prepared {
+    std::vector<ir::Shape> shapes;
+    std::unique_ptr<IrRunner> runner;
+  };
+  IrRunner& prepare(std::vector<ir::Shape> shapes);
+
   ModelFormat format_ = ModelFormat::kIr;
-  std::unique_ptr<IrRunner> runner_;
+  std::list<Prepared> prepared_;
+  IrRunner* runner_ = nullptr;
+  std::shared_ptr<const onnx::ParsedModel> onnx_;  // kept while dynamic: imported per signature
+  std::filesystem::path external_data_dir_;
+  std::vector<ir::InputSignature> signature_;
   std::map<std::string, Tensor> weights_;
   std::vector<std::string> input_names_, input_parameters_, output_names_;
   int64_t opset_ = 0;

@@ -542,17 +542,6 @@ TEST_F(OnnxImporterTest, ExternalDataIsReadFromTheModelsFolderOnly) {
   fs::remove_all(dir);
 }
 
-TEST_F(OnnxImporterTest, DynamicDimensionsAskForStaticShapes) {
-  ModelWriter m;
-  m.add_input("x", DType::kFloat32, {1, 4}, {"batch", ""});
-  m.add_node("Relu", {"x"}, {"y"});
-  m.add_output("y");
-  const Error e = import_error(m.serialize());
-  EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-  EXPECT_NE(std::string(e.what()).find("'batch'"), std::string::npos) << e.what();
-  EXPECT_NE(std::string(e.what()).find("static shapes"), std::string::npos) << e.what();
-}
-
 TEST_F(OnnxImporterTest, DamagedTensorsAreDataLoss) {
   ModelWriter bad_size;
   bad_size.add_input("x", DType::kFloat32, {2, 3});

@@ -186,6 +186,46 @@ TensorProto Importer::with_external_data(const TensorProto& t) const {
   return copy;
 }
 
+ir::InputSignature Importer::declare_input(const ValueInfoProto& in) const {
+  MF_CHECK(in.type().has_tensor_type(), Unsupported, source_, ": graph input '",
+           echo(in.name(), 80),
+           "' is not a tensor (sequences, maps and optionals are not supported)");
+  const TypeProto::Tensor& tt = in.type().tensor_type();
+  const std::optional<DType> dtype = to_dtype(tt.elem_type());
+  MF_CHECK(dtype.has_value(), Unsupported, source_, ": graph input '", echo(in.name(), 80),
+           "' has element type ", onnx_type_name(tt.elem_type()), "; ", kSupportedTypes);
+  MF_CHECK(tt.has_shape(), Unsupported, source_, ": graph input '", echo(in.name(), 80),
+           "' has no shape (not even its rank); export it with its rank and dimensions");
+  ir::InputSignature declared{in.name(), *dtype, {}};
+  for (int d = 0; d < tt.shape().dim_size(); ++d) {
+    const TensorShapeProto::Dimension& dim = tt.shape().dim(d);
+    if (!dim.has_dim_value()) {
+      // A dim_param names a dynamic dimension; neither value nor name is an unnamed one.
+      std::string symbol = dim.has_dim_param() ? sanitize_name(dim.dim_param()) : "";
+      symbol.resize(std::min(symbol.size(), ir::kMaxSymbolChars));
+      declared.shape.push_back({-1, std::move(symbol)});
+      continue;
+    }
+    MF_CHECK(dim.dim_value() >= 0 && dim.dim_value() <= kMaxElements, InvalidArgument, source_,
+             ": graph input '", echo(in.name(), 80), "' has dimension ", dim.dim_value(),
+             " at axis ", d);
+    declared.shape.push_back({dim.dim_value(), {}});
+  }
+  MF_CHECK(declared.shape.size() <= size_t(ir::kMaxRank), InvalidArgument, source_,
+           ": graph input '", echo(in.name(), 80), "' has rank ", declared.shape.size(),
+           "; at most ", ir::kMaxRank, " is supported");
+  return declared;
+}
+
+std::vector<ir::InputSignature> Importer::read_signature() {
+  collect_initializers();
+  std::vector<ir::InputSignature> inputs;
+  for (const ValueInfoProto& in : graph_proto_.input()) {
+    if (!initializers_.count(in.name())) inputs.push_back(declare_input(in));
+  }
+  return inputs;
+}
+
 void Importer::add_graph_inputs() {
   for (const ValueInfoProto& in : graph_proto_.input()) {
     // Before IR version 4 initializers were listed as inputs too: they stay weights.
@@ -193,29 +233,21 @@ void Importer::add_graph_inputs() {
     MF_CHECK(!in.name().empty(), InvalidArgument, source_, ": a graph input has no name");
     MF_CHECK(!values_.count(in.name()), InvalidArgument, source_, ": graph input '",
              echo(in.name(), 80), "' is declared twice");
-    MF_CHECK(in.type().has_tensor_type(), Unsupported, source_, ": graph input '",
-             echo(in.name(), 80),
-             "' is not a tensor (sequences, maps and optionals are not supported)");
-    const TypeProto::Tensor& tt = in.type().tensor_type();
-    const std::optional<DType> dtype = to_dtype(tt.elem_type());
-    MF_CHECK(dtype.has_value(), Unsupported, source_, ": graph input '", echo(in.name(), 80),
-             "' has element type ", onnx_type_name(tt.elem_type()), "; ", kSupportedTypes);
-    MF_CHECK(tt.has_shape(), Unsupported, source_, ": graph input '", echo(in.name(), 80),
-             "' has no shape; the importer needs static shapes: export with a fixed input shape");
-    Shape shape;
-    for (int d = 0; d < tt.shape().dim_size(); ++d) {
-      const TensorShapeProto::Dimension& dim = tt.shape().dim(d);
-      MF_CHECK(!dim.has_dim_param(), Unsupported, source_, ": graph input '", echo(in.name(), 80),
-               "' has a dynamic dimension '", dim.dim_param(), "' (axis ", d,
-               "); the importer needs static shapes: export without dynamic_axes, or fix the "
-               "dimension (e.g. onnxruntime.tools.make_dynamic_shape_fixed)");
-      MF_CHECK(dim.has_dim_value(), Unsupported, source_, ": graph input '", echo(in.name(), 80),
-               "' has an unknown dimension at axis ", d,
-               "; the importer needs static shapes: export with a fixed input shape");
-      MF_CHECK(dim.dim_value() >= 0 && dim.dim_value() <= kMaxElements, InvalidArgument, source_,
-               ": graph input '", echo(in.name(), 80), "' has dimension ", dim.dim_value(),
-               " at axis ", d);
-      shape.push_back(dim.dim_value());
+    const ir::InputSignature declared = declare_input(in);
+    const DType* dtype = &declared.dtype;
+    result_.signature.push_back(declared);
+    Shape shape = ir::concrete_shape(declared, {});
+    if (ir::is_dynamic(declared.shape)) {
+      // The graph is imported for one binding of its dynamic dimensions (ModelFile binds them
+      // from each call's inputs), so shapes fold as they do for a static model.
+      const auto bound = options_.input_shapes.find(in.name());
+      MF_CHECK(bound != options_.input_shapes.end(), Unsupported, source_, ": graph input '",
+               echo(in.name(), 80), "' has dynamic dimensions ",
+               ir::symbolic_shape_to_string(declared.shape),
+               "; give its shape to bind them (run the model through ModelFile, `mf run` or "
+               "modeflow.onnx.load, which bind them from the inputs)");
+      ir::bind_input(declared, *dtype, bound->second, symbols_);
+      shape = bound->second;
     }
     int64_t n = 1;
     for (int64_t d : shape) {
@@ -567,24 +599,48 @@ std::string sanitize_name(std::string_view onnx_name) {
   return out.empty() ? "_" : out;
 }
 
-ImportedModel import_onnx_model_from_bytes(std::string_view bytes, std::string_view source,
-                                           const ImportOptions& options) {
+struct ParsedModel {
+  ModelProto proto;
+  std::string source;
+};
+
+std::shared_ptr<const ParsedModel> parse_onnx_model(std::string_view bytes,
+                                                    std::string_view source) {
   MF_CHECK(bytes.size() < size_t(INT_MAX), Unsupported, echo(source), " is ", bytes.size(),
            " bytes; protobuf reads at most 2 GiB: save the weights as external data "
            "(onnx.save_model(model, path, save_as_external_data=True))");
   const google::protobuf::LogSilencer quiet;  // damage is reported once, as DataLoss
-  ModelProto model;
-  MF_CHECK(model.ParseFromArray(bytes.data(), int(bytes.size())), DataLoss, echo(source),
+  auto model = std::make_shared<ParsedModel>();
+  model->source = std::string(source);
+  MF_CHECK(model->proto.ParseFromArray(bytes.data(), int(bytes.size())), DataLoss, echo(source),
            " is not a valid ONNX protobuf (ModelProto): it is damaged, truncated or of another "
            "format; re-export it");
-  return detail::Importer(model, std::string(source), options).run();
+  return model;
 }
 
-ImportedModel import_onnx_model(const std::filesystem::path& file, ImportOptions options) {
+std::vector<ir::InputSignature> onnx_input_signature(const ParsedModel& model) {
+  return detail::Importer(model.proto, model.source, ImportOptions{}).read_signature();
+}
+
+ImportedModel import_parsed_onnx_model(const ParsedModel& model, const ImportOptions& options) {
+  return detail::Importer(model.proto, model.source, options).run();
+}
+
+ImportedModel import_onnx_model_from_bytes(std::string_view bytes, std::string_view source,
+                                           const ImportOptions& options) {
+  return import_parsed_onnx_model(*parse_onnx_model(bytes, source), options);
+}
+
+std::shared_ptr<const ParsedModel> parse_onnx_file(const std::filesystem::path& file,
+                                                   ImportOptions& options) {
   if (options.external_data_dir.empty()) {
     options.external_data_dir = file.parent_path().empty() ? "." : file.parent_path();
   }
-  return import_onnx_model_from_bytes(read_file(file), file.filename().string(), options);
+  return parse_onnx_model(read_file(file), file.filename().string());
+}
+
+ImportedModel import_onnx_model(const std::filesystem::path& file, ImportOptions options) {
+  return import_parsed_onnx_model(*parse_onnx_file(file, options), options);
 }
 
 std::unique_ptr<ir::Graph> import_onnx(const std::filesystem::path& file) {

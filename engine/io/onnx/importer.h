@@ -20,6 +20,7 @@
 
 #include "engine/tensor.h"
 #include "ir/graph.h"
+#include "ir/input_signature.h"
 
 namespace mf::onnx {
 
@@ -38,6 +39,9 @@ struct ImportedModel {
   std::vector<std::string> inputs;        // IR parameter names of the ONNX graph inputs, in order
   std::vector<std::string> onnx_inputs;   // the same inputs by their ONNX names
   std::vector<std::string> onnx_outputs;  // ONNX names of the graph outputs ("output0", ... order)
+  // The graph inputs as the file declares them, by ONNX name: a dim_param is a named symbol, a
+  // dimension with neither value nor name an unnamed one.
+  std::vector<ir::InputSignature> signature;
   int64_t opset = 0;
   std::string producer;  // "pytorch 2.1", when the file says
 };
@@ -55,10 +59,25 @@ struct ImportOptions {
   // relative to it, and may not leave it). import_onnx_model sets it to the model's folder; empty,
   // external data is refused.
   std::filesystem::path external_data_dir;
+  // Shapes for graph inputs (by ONNX name) with dynamic dimensions: the graph is imported for
+  // this binding. A dynamic input without one is Unsupported; a shape that contradicts the
+  // declaration (rank, a known dimension, a symbol two inputs disagree on) is InvalidArgument.
+  std::map<std::string, ir::Shape> input_shapes;
 };
+
+// A parsed model, kept by a caller that imports it once per binding of its dynamic dimensions.
+struct ParsedModel;
+std::shared_ptr<const ParsedModel> parse_onnx_model(std::string_view bytes,
+                                                    std::string_view source);
+// The graph inputs' declarations (ImportedModel::signature) without importing.
+std::vector<ir::InputSignature> onnx_input_signature(const ParsedModel& model);
+ImportedModel import_parsed_onnx_model(const ParsedModel& model, const ImportOptions& options);
 
 // Reads and imports a .onnx file. `source` names the model in error messages.
 ImportedModel import_onnx_model(const std::filesystem::path& file, ImportOptions options = {});
+// Reads a .onnx file for parse_onnx_model (the model's folder is its external data folder).
+std::shared_ptr<const ParsedModel> parse_onnx_file(const std::filesystem::path& file,
+                                                   ImportOptions& options);
 ImportedModel import_onnx_model_from_bytes(std::string_view bytes,
                                            std::string_view source = "<memory>",
                                            const ImportOptions& options = {});

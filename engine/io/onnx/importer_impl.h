@@ -23,6 +23,7 @@
 #include "engine/io/onnx/importer.h"
 #include "engine/io/onnx/tensor_proto.h"
 #include "ir/graph.h"
+#include "ir/input_signature.h"
 #include "onnx.pb.h"
 
 namespace mf::onnx::detail {
@@ -65,6 +66,14 @@ class Importer {
   void collect_initializers();
   TensorProto with_external_data(const TensorProto& t) const;
   void add_graph_inputs();
+  // A graph input's declaration: dtype and dimensions, dynamic ones as symbols.
+  ir::InputSignature declare_input(const ValueInfoProto& in) const;
+
+ public:
+  // The graph inputs' declarations, without importing the graph.
+  std::vector<ir::InputSignature> read_signature();
+
+ private:
   std::vector<int> node_order();
   void convert_node(const NodeProto& node);
   // Opsets 1-6 (legacy_opsets.cc): the node in its opset-7 form, or Unsupported.
@@ -219,6 +228,7 @@ class Importer {
   int64_t opset_ = 0;
   std::unique_ptr<ir::Graph> graph_;
   ImportedModel result_;
+  ir::SymbolValues symbols_;  // dynamic dimensions bound by ImportOptions::input_shapes
   std::unordered_map<std::string, const TensorProto*> initializers_;
   std::unordered_map<std::string, Value> values_;
   std::unordered_set<std::string> used_;  // every value name a node or graph output reads

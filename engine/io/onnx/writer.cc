@@ -58,6 +58,9 @@ void ModelWriter::add_input(const std::string& name, DType dtype, const Shape& s
   TensorShapeProto* s = tt->mutable_shape();
   for (size_t d = 0; d < shape.size(); ++d) {
     TensorShapeProto::Dimension* dim = s->add_dim();
+    if (d < dim_params.size() && dim_params[d] == "?") {
+      continue;  // neither value nor name: an unnamed dynamic dimension
+    }
     if (d < dim_params.size() && !dim_params[d].empty()) {
       dim->set_dim_param(dim_params[d]);
     } else {

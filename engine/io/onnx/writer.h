@@ -46,7 +46,8 @@ class ModelWriter {
   ModelWriter(const ModelWriter&) = delete;
   ModelWriter& operator=(const ModelWriter&) = delete;
 
-  // dim_params[i], when given and non-empty, makes dimension i symbolic (a dynamic dimension).
+  // dim_params[i], when given and non-empty, makes dimension i symbolic (a dynamic dimension);
+  // "?" writes it with neither value nor name (an unnamed dynamic dimension).
   void add_input(const std::string& name, DType dtype, const Shape& shape,
                  const std::vector<std::string>& dim_params = {});
   void add_initializer(const std::string& name, const Tensor& value);

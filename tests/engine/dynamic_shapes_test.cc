@@ -1,0 +1,207 @@
+// Dynamic dimensions: an ONNX model whose inputs declare dim_params (or unnamed dimensions) runs
+// every size it allows, in both modes, equal to the static import of each size; each concrete
+// signature is prepared once and kept (a bounded number); a call that contradicts the declaration
+// is an error naming the input and the axis.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "context/context.h"
+#include "engine/io/model_file.h"
+#include "engine/io/onnx/importer.h"
+#include "engine/io/onnx/writer.h"
+#include "engine/ops.h"
+#include "tests/engine/engine_fixture.h"
+
+namespace mf {
+namespace {
+
+namespace fs = std::filesystem;
+using onnx::ModelWriter;
+
+Tensor i64s(const std::vector<int64_t>& v) {
+  return Tensor::from_vector<int64_t>(v, {int64_t(v.size())});
+}
+
+// x (batch, seq, 16) and mask (batch, seq): relu(x @ w + b) * mask[..., None], then viewed as
+// (batch, seq * 8) through the Shape -> Gather -> Unsqueeze -> Concat -> Reshape chain PyTorch
+// exports for `y.view(y.size(0), -1)`. Empty dim_params give a static model of `batch` x `seq`.
+std::unique_ptr<ModelWriter> write_model(const Shape& x_shape,
+                                         const std::vector<std::string>& dims) {
+  auto writer = std::make_unique<ModelWriter>(17);
+  ModelWriter& m = *writer;
+  m.add_input("x", DType::kFloat32, x_shape, {dims[0], dims[1], ""});
+  m.add_input("mask", DType::kFloat32, {x_shape[0], x_shape[1]}, {dims[0], dims[1]});
+  m.add_initializer("w", Tensor::randn({16, 8}, 5));
+  m.add_initializer("b", Tensor::randn({8}, 6));
+  m.add_node("MatMul", {"x", "w"}, {"xw"});
+  m.add_node("Add", {"xw", "b"}, {"h"});
+  m.add_node("Relu", {"h"}, {"r"});
+  m.add_node("Constant", {}, {"last"}, {{"value", i64s({-1})}});
+  m.add_node("Unsqueeze", {"mask", "last"}, {"m3"});
+  m.add_node("Mul", {"r", "m3"}, {"y"});
+  m.add_node("Shape", {"y"}, {"s"});
+  m.add_node("Constant", {}, {"zero"}, {{"value", Tensor::from_vector<int64_t>({0}, {})}});
+  m.add_node("Gather", {"s", "zero"}, {"n"}, {{"axis", int64_t{0}}});
+  m.add_node("Constant", {}, {"axes"}, {{"value", i64s({0})}});
+  m.add_node("Unsqueeze", {"n", "axes"}, {"n1"});
+  m.add_node("Concat", {"n1", "last"}, {"shape"}, {{"axis", int64_t{0}}});
+  m.add_node("Reshape", {"y", "shape"}, {"out"});
+  m.add_output("out");
+  return writer;
+}
+
+class DynamicShapesTest : public testing::EngineTest {
+ protected:
+  void SetUp() override {
+    EngineTest::SetUp();
+    dir_ = testing::unique_temp_path("mf_dynamic");
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    fs::remove_all(dir_);
+    EngineTest::TearDown();
+  }
+  fs::path save(const ModelWriter& m, const std::string& name) {
+    const fs::path path = dir_ / name;
+    m.save(path);
+    return path;
+  }
+  fs::path save(const std::unique_ptr<ModelWriter>& m, const std::string& name) {
+    return save(*m, name);
+  }
+  static std::vector<double> run(engine::ModelFile& file, const Tensor& x, const Tensor& mask) {
+    const auto outputs = file.run({{"x", x}, {"mask", mask}}, 0);
+    EXPECT_EQ(outputs.size(), 1u);
+    return outputs.at(0).second.to_doubles();
+  }
+  fs::path dir_;
+};
+
+TEST_F(DynamicShapesTest, OnnxDimParamsRunEverySizeEqualToTheStaticImport) {
+  const fs::path dynamic = save(write_model({1, 1, 16}, {"batch", "seq"}), "dynamic.onnx");
+  for (const char* mode : {"PYNATIVE_MODE", "GRAPH_MODE"}) {
+    SCOPED_TRACE(mode);
+    context::set({{"mode", mode}});
+    engine::ModelFile file = engine::ModelFile::load(dynamic);
+    ASSERT_TRUE(file.dynamic());
+    EXPECT_EQ(ir::signature_to_string(file.signature()),
+              "x: Float32 (batch, seq, 16), mask: Float32 (batch, seq)");
+    const std::vector<std::pair<int64_t, int64_t>> sizes = {{1, 3}, {7, 5}, {64, 2}};
+    for (const auto& [batch, seq] : sizes) {
+      SCOPED_TRACE("batch " + std::to_string(batch) + " seq " + std::to_string(seq));
+      const Tensor x = Tensor::randn({batch, seq, 16}, uint64_t(batch * 100 + seq));
+      const Tensor mask = Tensor::randn({batch, seq}, uint64_t(batch * 7 + seq));
+      engine::ModelFile fixed =
+          engine::ModelFile::load(save(write_model({batch, seq, 16}, {"", ""}), "static.onnx"));
+      EXPECT_FALSE(fixed.dynamic());
+      const std::vector<double> got = run(file, x, mask), want = run(fixed, x, mask);
+      ASSERT_EQ(got.size(), size_t(batch * seq * 8));
+      EXPECT_EQ(got, want);  // the same graph, so the same bits
+      EXPECT_EQ(file.runner().graph().parameter(0)->type().shape, (Shape{batch, seq, 16}));
+    }
+    // Three signatures beyond the one bound at load (every symbol 1); a size seen runs what it
+    // prepared.
+    EXPECT_EQ(file.prepared_shapes(), 4u);
+    run(file, Tensor::randn({7, 5, 16}, 1), Tensor::randn({7, 5}, 2));
+    EXPECT_EQ(file.prepared_shapes(), 4u);
+    if (std::string(mode) == "GRAPH_MODE") EXPECT_FALSE(file.runner().graph_report().compiled);
+    context::reset();
+  }
+}
+
+TEST_F(DynamicShapesTest, PreparedSignaturesAreBoundedMostRecentKept) {
+  engine::ModelFile file =
+      engine::ModelFile::load(save(write_model({1, 1, 16}, {"batch", "seq"}), "dynamic.onnx"));
+  for (int64_t batch = 1; batch <= int64_t(engine::ModelFile::kPreparedShapes) + 3; ++batch) {
+    run(file, Tensor::randn({batch, 2, 16}, 1), Tensor::randn({batch, 2}, 2));
+  }
+  EXPECT_EQ(file.prepared_shapes(), engine::ModelFile::kPreparedShapes);
+  // An evicted size is prepared again and still right.
+  const Tensor x = Tensor::randn({1, 2, 16}, 3), mask = Tensor::randn({1, 2}, 4);
+  engine::ModelFile fixed =
+      engine::ModelFile::load(save(write_model({1, 2, 16}, {"", ""}), "static.onnx"));
+  EXPECT_EQ(run(file, x, mask), run(fixed, x, mask));
+}
+
+TEST_F(DynamicShapesTest, UnnamedDimensionsBindIndependently) {
+  ModelWriter m(17);
+  m.add_input("a", DType::kFloat32, {1, 4}, {"?", ""});
+  m.add_node("Relu", {"a"}, {"r"});
+  m.add_output("r");
+  // "?": written with neither dim_value nor dim_param.
+  engine::ModelFile file = engine::ModelFile::load(save(m, "unnamed.onnx"));
+  ASSERT_TRUE(file.dynamic());
+  EXPECT_EQ(ir::signature_to_string(file.signature()), "a: Float32 (?, 4)");
+  for (int64_t n : {3, 9}) {
+    const auto out = file.run({{"a", Tensor::randn({n, 4}, 1)}}, 0);
+    EXPECT_EQ(out[0].second.shape(), (Shape{n, 4}));
+  }
+}
+
+template <typename F>
+void expect_invalid(F&& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "expected an error containing: " << needle;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(DynamicShapesTest, ACallThatContradictsTheDeclarationNamesTheInputAndTheAxis) {
+  engine::ModelFile file =
+      engine::ModelFile::load(save(write_model({1, 1, 16}, {"batch", "seq"}), "dynamic.onnx"));
+  expect_invalid(
+      [&] {
+        run(file, Tensor::randn({2, 3}, 1), Tensor::randn({2, 3}, 1));
+      },
+      "input 'x' has rank 2 (shape (2, 3)) but is declared (batch, seq, 16)");
+  expect_invalid(
+      [&] {
+        run(file, Tensor::randn({2, 3, 15}, 1), Tensor::randn({2, 3}, 1));
+      },
+      "input 'x' dimension 2 is 15 but is declared 16 in (batch, seq, 16)");
+  expect_invalid(
+      [&] {
+        run(file, Tensor::randn({2, 3, 16}, 1), Tensor::randn({5, 3}, 1));
+      },
+      "input 'mask' dimension 0 ('batch' in (batch, seq)) is 5 but an earlier input "
+      "bound 'batch' to 2");
+  expect_invalid(
+      [&] {
+        file.run({{"x", Tensor::randn({2, 3, 16}, 1)},
+                  {"mask", Tensor::from_vector<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3})}},
+                 0);
+      },
+      "input 'mask' is Int64 but is declared Float32 (batch, seq): give a Float32 tensor");
+  // Nothing half-made: the model still runs every size after the errors.
+  EXPECT_EQ(run(file, Tensor::randn({2, 3, 16}, 1), Tensor::randn({2, 3}, 1)).size(), 48u);
+}
+
+TEST_F(DynamicShapesTest, ImportingADynamicModelWithoutShapesSaysHowToBindThem) {
+  const auto writer = write_model({1, 1, 16}, {"batch", "seq"});
+  const ModelWriter& m = *writer;
+  try {
+    onnx::import_onnx_model_from_bytes(m.serialize(), "dynamic.onnx");
+    ADD_FAILURE() << "expected Unsupported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("graph input 'x' has dynamic dimensions (batch, seq, 16)"),
+              std::string::npos)
+        << e.what();
+  }
+  onnx::ImportOptions options;
+  options.input_shapes = {{"x", {4, 3, 16}}, {"mask", {4, 3}}};
+  const auto model = onnx::import_onnx_model_from_bytes(m.serialize(), "dynamic.onnx", options);
+  EXPECT_EQ(model.graph->parameter(0)->type().shape, (Shape{4, 3, 16}));
+  EXPECT_EQ(ir::symbolic_shape_to_string(model.signature[0].shape), "(batch, seq, 16)");
+}
+
+}  // namespace
+}  // namespace mf

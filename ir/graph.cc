@@ -231,6 +231,20 @@ void Graph::reinfer(Node* node) {
   node->output_types_ = std::move(outputs);
 }
 
+void Graph::set_parameter_type(Parameter* parameter, TensorType type) {
+  MF_CHECK(parameter != nullptr && parameter->graph_ == this, Internal,
+           "set_parameter_type: the parameter is not this graph's");
+  parameter->type_ = std::move(type);
+}
+
+void Graph::set_output_types(Node* node, std::vector<TensorType> types) {
+  MF_CHECK(node != nullptr && node->graph_ == this, Internal,
+           "set_output_types: the node is not this graph's");
+  MF_CHECK(types.size() == node->output_types_.size(), Internal, "op '", node->op_, "' has ",
+           node->output_types_.size(), " outputs, not ", types.size());
+  node->output_types_ = std::move(types);
+}
+
 bool Graph::contains(const Node* node) const {
   return std::any_of(nodes_.begin(), nodes_.end(), [&](const Node& n) { return &n == node; });
 }

@@ -211,6 +211,11 @@ class Graph {
                     std::vector<TensorType> output_types, NodeInfo info = {});
   // Re-runs inference on a node whose inputs or attributes changed and stores the new output types.
   void reinfer(Node* node);
+  // Binding a compiled graph to other sizes (a graph with dynamic dimensions): a parameter's new
+  // type, and a control-flow node's output types taken from its subgraph. The caller re-infers
+  // what uses them, in order.
+  void set_parameter_type(Parameter* parameter, TensorType type);
+  void set_output_types(Node* node, std::vector<TensorType> types);
 
   size_t num_nodes() const { return nodes_.size(); }
   // Program order. Mutating the graph while iterating is fine except erasing the current node.

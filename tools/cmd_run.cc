@@ -97,7 +97,7 @@ std::vector<std::map<std::string, Tensor>> load_input_sets(const std::vector<std
     for (const auto& file : files) {
       auto target =
           std::find_if(sets.begin(), sets.end(), [&](const auto& set) { return !set.count(name); });
-      if (target == sets.end()) target = sets.insert(sets.end(), {});
+      if (target == sets.end()) target = sets.emplace(sets.end());
       (*target)[name] = Tensor::load_npy(file.string());
     }
   }
@@ -116,6 +116,16 @@ void print_output(const std::string& name, const Tensor& t) {
   std::printf("output %s: shape %s dtype %s sum %.9g mean %.9g min %.9g max %.9g\n", name.c_str(),
               ir::shape_to_string(t.shape()).c_str(),
               std::string(ir::dtype_name(t.dtype())).c_str(), s.sum, s.mean, s.min, s.max);
+}
+
+// A model with dynamic dimensions: how its sizes were prepared.
+void print_dynamic_report(const engine::ModelFile& file, bool graph_mode) {
+  std::printf("prepared input signatures: %zu held (at most %zu kept)\n", file.prepared_shapes(),
+              engine::ModelFile::kPreparedShapes);
+  if (!graph_mode) return;
+  std::printf("dynamic: %s\n", file.dynamic_note().c_str());
+  const std::string sizes = file.symbolic_description();
+  if (!sizes.empty()) std::printf("%s", sizes.c_str());
 }
 
 // Several input sets (sizes, for a model with dynamic dimensions): each runs once, in this one
@@ -171,8 +181,16 @@ void run_input_sets(const RunOptions& options,
       const engine::GraphRunReport& report =
           net ? net->graph_report() : file->runner().graph_report();
       compiles += report.compiled ? 1 : 0;
-      what = report.compiled ? "compiled in " + std::to_string(report.compile_ms) + " ms"
-                             : "reused a compiled form";
+      char buffer[160];
+      if (report.compiled) {
+        std::snprintf(buffer, sizeof buffer, "compiled in %.3g ms", report.compile_ms);
+      } else if (report.specialized) {
+        std::snprintf(buffer, sizeof buffer, "bound the symbolic compile to these sizes in %.3g ms",
+                      report.compile_ms);
+      } else {
+        std::snprintf(buffer, sizeof buffer, "reused a compiled form");
+      }
+      what = buffer;
     }
     std::printf("input set %zu (%s): %s, %.3g ms\n", k, shapes.c_str(), what.c_str(), ms);
     for (const auto& [name, t] : outputs) print_output(name, t);
@@ -190,10 +208,7 @@ void run_input_sets(const RunOptions& options,
     }
   }
   if (graph_mode) std::printf("compiles: %zu for %zu input sets\n", compiles, sets.size());
-  if (file && file->dynamic()) {
-    std::printf("prepared input signatures: %zu held (at most %zu kept)\n", file->prepared_shapes(),
-                engine::ModelFile::kPreparedShapes);
-  }
+  if (file && file->dynamic()) print_dynamic_report(*file, graph_mode);
 }
 
 void run(const RunOptions& options) {
@@ -290,6 +305,7 @@ void run(const RunOptions& options) {
     if (graph_mode && i == 0) {
       const engine::GraphRunReport& report = graph_report();
       print_graph_report("graph", report);
+      if (file && file->dynamic()) print_dynamic_report(*file, graph_mode);
       if (report.compiled) first_compile_ms = report.trace_ms + report.compile_ms;
       if (!report.ran) {
         std::printf("precompile_only: compiled, not run\n");

@@ -260,10 +260,14 @@ std::vector<std::pair<std::string, Tensor>> IrRunner::run_compiled(
     // Every parameter's type is in the graph's canonical form; the first names the input.
     const ir::TensorType input =
         graph_->num_parameters() > 0 ? graph_->parameter(0)->type() : ir::TensorType{};
-    compiled_.push_back(compile(graph_->clone(), input, policy, fingerprint,
-                                driver_options(policy, graph_->name()), weight_of));
+    const DriverOptions options = driver_options(policy, graph_->name());
+    std::unique_ptr<CompiledNetwork> hooked =
+        compile_hook_ ? compile_hook_(policy, fingerprint, options, report_) : nullptr;
+    report_.compiled = hooked == nullptr || report_.compiled;
+    compiled_.push_back(
+        hooked ? std::move(hooked)
+               : compile(graph_->clone(), input, policy, fingerprint, options, weight_of));
     network = compiled_.back().get();
-    report_.compiled = true;
   }
   describe_network(*network, policy, report_.compiled, report_);
   if (policy.precompile_only.value) return {};

@@ -3,6 +3,7 @@
 // does. Parameters are fed by name; a parameter nobody feeds is filled from the seed (randn for
 // floating types, zeros otherwise) and named in the report, so a dumped graph runs as it is.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,6 +42,14 @@ class IrRunner {
   // GRAPH mode: what the last run did (compiled or reused, times, planned peak).
   const GraphRunReport& graph_report() const { return report_; }
 
+  // GRAPH mode: where a compiled form for this runner's graph comes from when it has none for
+  // the context's settings. The hook returns one (and fills what the report says of it), or null
+  // to compile the graph as usual. A model with dynamic dimensions sets it to bind its one
+  // symbolic compile to this runner's sizes.
+  using CompileHook = std::function<std::unique_ptr<CompiledNetwork>(
+      const context::Policy&, const context::Fingerprint&, const DriverOptions&, GraphRunReport&)>;
+  void set_compile_hook(CompileHook hook) { compile_hook_ = std::move(hook); }
+
   // Op by op: the kernels prepared before the run's first op. The first op-by-op run at a thread
   // count (and determinism) makes every node's oneDNN primitive, and oneDNN's sgemm code, before
   // any op runs, as compiling does for a graph: the time is the run's, shown apart, and no kernel
@@ -65,6 +74,7 @@ class IrRunner {
   void prepare_eager_kernels(const std::map<std::string, Tensor>& bound);
 
   std::unique_ptr<ir::Graph> graph_;
+  CompileHook compile_hook_;
   std::vector<std::string> generated_;
   std::vector<std::string> output_names() const;
 

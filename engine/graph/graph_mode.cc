@@ -180,7 +180,8 @@ void describe_network(const CompiledNetwork& network, const context::Policy& pol
   report.executor = std::string(network.executor->name());
   report.jit_level = std::string(context::to_string(policy.jit_level.value));
   report.fusion_level = policy.fusion_level.value;
-  if (!just_compiled) return;
+  // A size bound to a symbolic compile reports its binding's cost and kernels.
+  if (!just_compiled && !report.specialized) return;
   report.compile_ms = network.compile_ms;
   report.dump_files = network.compiled.dump_files;
   report.cache_hit = network.cache_hit;

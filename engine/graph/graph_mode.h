@@ -29,7 +29,11 @@ namespace mf::engine {
 
 // What the last compiled call of a cell did, for `mf run` and tests.
 struct GraphRunReport {
-  bool compiled = false;         // false: reused a compiled form held by the cell
+  bool compiled = false;  // false: reused a compiled form held by the cell
+  // Dynamic dimensions: this size was bound to the one symbolic compile (no pass ran), and what
+  // the symbolic compile says ("one compile serves every size" or why each size compiles).
+  bool specialized = false;
+  std::string dynamic_note;
   std::string recompile_reason;  // why a held form did not apply (empty on the first compile)
   double trace_ms = 0, compile_ms = 0, run_ms = 0;
   size_t planned_peak_bytes = 0;

@@ -1,11 +1,146 @@
 #include "engine/io/model_file.h"
 
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
 #include "base/error.h"
 #include "engine/io/onnx/importer.h"
 #include "ir/parser.h"
+#include "ir/symbolic_graph.h"
 #include "ir/verifier.h"
 
 namespace mf::engine {
+
+// The parsed model, imported once per signature, and its symbolic compiles.
+struct ModelFile::Dynamic {
+  std::shared_ptr<const onnx::ParsedModel> onnx;
+  std::filesystem::path external_data_dir;
+  std::vector<ir::InputSignature> signature;
+  std::vector<std::string> input_parameters;  // the IR parameter of each input
+  // One symbolic compile per compile fingerprint, or why there is none.
+  struct Compile {
+    context::Fingerprint fingerprint;
+    std::shared_ptr<const ir::SymbolicGraph> graph;
+    std::string why_not;
+    std::vector<std::filesystem::path> dump_files;  // save_graphs: the first binding's, symbolic
+  };
+  std::vector<Compile> compiles;
+  std::string note;
+
+  onnx::ImportedModel import_at(const std::vector<ir::Shape>& shapes) const;
+  // The compiled form of `runner` (imported at `shapes`) bound from the symbolic compile of these
+  // settings, which is made on first use; null when the model does not generalize (the runner
+  // then compiles its own size).
+  std::unique_ptr<CompiledNetwork> bind(const IrRunner& runner,
+                                        const std::vector<ir::Shape>& shapes,
+                                        const context::Policy& policy,
+                                        const context::Fingerprint& fingerprint,
+                                        const DriverOptions& options, GraphRunReport& report);
+  const Compile& compile_symbolic(const IrRunner& runner, const std::vector<ir::Shape>& shapes,
+                                  const context::Fingerprint& fingerprint,
+                                  const DriverOptions& options);
+};
+
+onnx::ImportedModel ModelFile::Dynamic::import_at(const std::vector<ir::Shape>& shapes) const {
+  onnx::ImportOptions options;
+  options.external_data_dir = external_data_dir;
+  for (size_t i = 0; i < signature.size(); ++i) {
+    if (ir::is_dynamic(signature[i].shape)) options.input_shapes[signature[i].name] = shapes[i];
+  }
+  onnx::ImportedModel model = onnx::import_parsed_onnx_model(*onnx, options);
+  // Outputs are reported under the model's own names (output.npy for an output named "output").
+  for (size_t i = 0; i < model.onnx_outputs.size() && i < model.graph->outputs().size(); ++i) {
+    model.graph->set_output_name(i, onnx::sanitize_name(model.onnx_outputs[i]));
+  }
+  return model;
+}
+
+const ModelFile::Dynamic::Compile& ModelFile::Dynamic::compile_symbolic(
+    const IrRunner& runner, const std::vector<ir::Shape>& shapes,
+    const context::Fingerprint& fingerprint, const DriverOptions& options) {
+  for (const Compile& c : compiles) {
+    if (c.fingerprint == fingerprint) return c;
+  }
+  Compile& entry = compiles.emplace_back(Compile{fingerprint, nullptr, {}});
+  // The first call's sizes and a probe of distinct primes: one compile at each.
+  const std::vector<ir::InputSignature> named = ir::name_every_dimension(signature);
+  ir::SymbolValues first_values;
+  for (size_t i = 0; i < named.size(); ++i) {
+    ir::bind_input(named[i], named[i].dtype, shapes[i], first_values);
+  }
+  const ir::SymbolValues probe_values = ir::probe_values(named, first_values);
+  std::vector<ir::Shape> probe_shapes;
+  for (const ir::InputSignature& input : named) {
+    probe_shapes.push_back(ir::concrete_shape(input, probe_values));
+  }
+  std::vector<size_t> parameters;
+  for (const std::string& name : input_parameters) {
+    parameters.push_back(runner.graph().find_parameter(name)->index());
+  }
+  passes::CompileOptions quiet = options.compile;  // the dumps are the first binding's
+  quiet.dump.level = 0;
+  try {
+    passes::CompiledGraph first = compile_graph(runner.graph().clone(), options.compile);
+    passes::CompiledGraph probe = compile_graph(import_at(probe_shapes).graph, quiet);
+    auto generalized = ir::generalize(std::move(first.graph), first_values, *probe.graph,
+                                      probe_values, named, parameters);
+    entry.dump_files = first.dump_files;
+    if (auto* graph = std::get_if<ir::SymbolicGraph>(&generalized)) {
+      entry.graph = std::make_shared<const ir::SymbolicGraph>(std::move(*graph));
+      if (options.compile.dump.level > 0) {
+        const std::filesystem::path file =
+            options.compile.dump.dir / (options.compile.dump.prefix + "_symbolic.ir");
+        std::error_code ec;
+        std::filesystem::create_directories(options.compile.dump.dir, ec);
+        std::ofstream out(file);
+        out << entry.graph->text;
+        MF_CHECK(out.good(), InvalidArgument, "cannot write the symbolic graph to '",
+                 echo(file.string()), "'");
+        entry.dump_files.push_back(file);
+      }
+    } else {
+      entry.why_not = std::get<std::string>(generalized);
+    }
+  } catch (const Error& e) {
+    entry.why_not =
+        "the probe sizes " + ir::signature_to_string(named) + " do not compile: " + e.message();
+  }
+  return entry;
+}
+
+std::unique_ptr<CompiledNetwork> ModelFile::Dynamic::bind(
+    const IrRunner& runner, const std::vector<ir::Shape>& shapes, const context::Policy& policy,
+    const context::Fingerprint& fingerprint, const DriverOptions& options, GraphRunReport& report) {
+  // Weights compiled in as constants, and the persistent cache, key a compile by its exact graph:
+  // under them each size compiles.
+  if (policy.infer_boost.value || options.compile_cache) {
+    note = std::string("compiled per size: ") +
+           (policy.infer_boost.value ? "jit_config.infer_boost" : "the compile cache") +
+           " keys a compile by its concrete graph";
+    report.dynamic_note = note;
+    return nullptr;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const size_t known = compiles.size();
+  const Compile& compile = compile_symbolic(runner, shapes, fingerprint, options);
+  report.compiled = compiles.size() > known;  // the one symbolic compile happened now
+  if (!compile.graph) {
+    note = "compiled per size: " + compile.why_not;
+    report.dynamic_note = note;
+    return nullptr;
+  }
+  std::unique_ptr<CompiledNetwork> network =
+      compile_planned(ir::specialize(*compile.graph, shapes), policy, options);
+  network->fingerprint = fingerprint;
+  if (report.compiled) network->compiled.dump_files = compile.dump_files;
+  network->compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  note = "one compile serves every size";
+  report.dynamic_note = note;
+  report.specialized = true;
+  return network;
+}
 
 std::optional<ModelFormat> model_format(const std::filesystem::path& path) {
   const std::string ext = path.extension().string();
@@ -39,17 +174,33 @@ ModelFile ModelFile::load(const std::filesystem::path& path) {
     return file;
   }
   onnx::ImportOptions options;
-  file.onnx_ = onnx::parse_onnx_file(path, options);
-  file.external_data_dir_ = options.external_data_dir;
-  file.signature_ = onnx::onnx_input_signature(*file.onnx_);
+  auto state = std::make_shared<Dynamic>();
+  state->onnx = onnx::parse_onnx_file(path, options);
+  state->external_data_dir = options.external_data_dir;
+  state->signature = onnx::onnx_input_signature(*state->onnx);
+  file.signature_ = state->signature;
+  file.dynamic_state_ = std::move(state);
   // Before any call, dynamic dimensions bind to 1: the model is imported (and checked) now.
   std::vector<ir::Shape> shapes;
   for (const ir::InputSignature& input : file.signature_) {
     shapes.push_back(ir::concrete_shape(input, {}));
   }
   file.prepare(std::move(shapes));
-  if (!file.dynamic()) file.onnx_.reset();  // one import serves every call
+  if (!file.dynamic()) file.dynamic_state_.reset();  // one import serves every call
   return file;
+}
+
+const std::string& ModelFile::dynamic_note() const {
+  static const std::string none;
+  return dynamic_state_ ? dynamic_state_->note : none;
+}
+
+std::string ModelFile::symbolic_description() const {
+  if (!dynamic_state_) return {};
+  for (auto it = dynamic_state_->compiles.rbegin(); it != dynamic_state_->compiles.rend(); ++it) {
+    if (it->graph) return it->graph->describe();
+  }
+  return {};
 }
 
 IrRunner& ModelFile::prepare(std::vector<ir::Shape> shapes) {
@@ -59,17 +210,8 @@ IrRunner& ModelFile::prepare(std::vector<ir::Shape> shapes) {
     runner_ = prepared_.front().runner.get();
     return *runner_;
   }
-  MF_CHECK(onnx_ != nullptr, Internal, "no model to import for another input signature");
-  onnx::ImportOptions options;
-  options.external_data_dir = external_data_dir_;
-  for (size_t i = 0; i < signature_.size(); ++i) {
-    if (ir::is_dynamic(signature_[i].shape)) options.input_shapes[signature_[i].name] = shapes[i];
-  }
-  onnx::ImportedModel model = onnx::import_parsed_onnx_model(*onnx_, options);
-  // Outputs are reported under the model's own names (output.npy for an output named "output").
-  for (size_t i = 0; i < model.onnx_outputs.size() && i < model.graph->outputs().size(); ++i) {
-    model.graph->set_output_name(i, onnx::sanitize_name(model.onnx_outputs[i]));
-  }
+  MF_CHECK(dynamic_state_ != nullptr, Internal, "no model to import for another signature");
+  onnx::ImportedModel model = dynamic_state_->import_at(shapes);
   if (prepared_.empty()) {
     // Names and weights are the same in every import of the file: kept from the first.
     weights_ = std::move(model.weights);
@@ -78,8 +220,18 @@ IrRunner& ModelFile::prepare(std::vector<ir::Shape> shapes) {
     output_names_ = std::move(model.onnx_outputs);
     opset_ = model.opset;
     producer_ = std::move(model.producer);
+    dynamic_state_->input_parameters = input_parameters_;
   }
-  prepared_.push_front({std::move(shapes), std::make_unique<IrRunner>(std::move(model.graph))});
+  auto runner = std::make_unique<IrRunner>(std::move(model.graph));
+  if (dynamic()) {
+    runner->set_compile_hook([state = dynamic_state_, shapes, runner = runner.get()](
+                                 const context::Policy& policy,
+                                 const context::Fingerprint& fingerprint,
+                                 const DriverOptions& options, GraphRunReport& report) {
+      return state->bind(*runner, shapes, policy, fingerprint, options, report);
+    });
+  }
+  prepared_.push_front({std::move(shapes), std::move(runner)});
   if (prepared_.size() > kPreparedShapes) prepared_.pop_back();
   runner_ = prepared_.front().runner.get();
   return *runner_;

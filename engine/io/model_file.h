@@ -60,6 +60,12 @@ class ModelFile {
   // Concrete signatures prepared and held (1 for a static model), and how many are kept.
   size_t prepared_shapes() const { return prepared_.size(); }
   static constexpr size_t kPreparedShapes = 8;
+  // GRAPH mode, dynamic model: whether one symbolic compile serves every size under the current
+  // settings, or why each size compiles ("" before the first compile).
+  const std::string& dynamic_note() const;
+  // The last symbolic compile: its signature and each size written as an expression of the
+  // symbols ("" when there is none).
+  std::string symbolic_description() const;
   ModelFormat format() const { return format_; }
   // The inputs as the file names them, in order, and the IR parameter each one feeds.
   const std::vector<std::string>& input_names() const { return input_names_; }
@@ -77,12 +83,14 @@ class ModelFile {
     std::unique_ptr<IrRunner> runner;
   };
   IrRunner& prepare(std::vector<ir::Shape> shapes);
+  // What every import and the symbolic compiles of a dynamic model share (held by its runners'
+  // compile hooks, so it outlives a move of the ModelFile).
+  struct Dynamic;
+  std::shared_ptr<Dynamic> dynamic_state_;
 
   ModelFormat format_ = ModelFormat::kIr;
   std::list<Prepared> prepared_;
   IrRunner* runner_ = nullptr;
-  std::shared_ptr<const onnx::ParsedModel> onnx_;  // kept while dynamic: imported per signature
-  std::filesystem::path external_data_dir_;
   std::vector<ir::InputSignature> signature_;
   std::map<std::string, Tensor> weights_;
   std::vector<std::string> input_names_, input_parameters_, output_names_;

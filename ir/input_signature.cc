@@ -7,7 +7,8 @@ namespace {
 
 std::string dim_to_string(const SymbolicDim& dim) {
   if (dim.known()) return std::to_string(dim.size);
-  return dim.symbol.empty() ? "?" : dim.symbol;
+  // Unnamed dimensions print as "?", also once given their own symbol ("?1").
+  return dim.symbol.empty() || dim.symbol[0] == '?' ? "?" : dim.symbol;
 }
 
 }  // namespace

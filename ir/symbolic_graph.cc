@@ -352,6 +352,22 @@ std::vector<InputSignature> name_every_dimension(std::vector<InputSignature> inp
   return inputs;
 }
 
+ProbePlan plan_probe(const std::vector<InputSignature>& declared,
+                     const std::vector<Shape>& first_shapes) {
+  ProbePlan plan;
+  plan.inputs = name_every_dimension(declared);
+  MF_CHECK(first_shapes.size() == plan.inputs.size(), Internal, "plan_probe: ", first_shapes.size(),
+           " shapes for ", plan.inputs.size(), " inputs");
+  for (size_t i = 0; i < plan.inputs.size(); ++i) {
+    bind_input(plan.inputs[i], plan.inputs[i].dtype, first_shapes[i], plan.first);
+  }
+  plan.probe = probe_values(plan.inputs, plan.first);
+  for (const InputSignature& input : plan.inputs) {
+    plan.probe_shapes.push_back(concrete_shape(input, plan.probe));
+  }
+  return plan;
+}
+
 std::variant<SymbolicGraph, std::string> generalize(std::unique_ptr<Graph> first,
                                                     const SymbolValues& first_values,
                                                     const Graph& probe,

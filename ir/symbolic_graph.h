@@ -57,6 +57,16 @@ std::optional<SizeExpr> find_size_expr(int64_t first, int64_t probe,
                                        const SymbolValues& first_values,
                                        const SymbolValues& probe_values);
 
+// The two bindings a symbolic compile is made at: every dynamic dimension named, the symbols'
+// values at the first call's shapes (checked against the declaration) and at the probe.
+struct ProbePlan {
+  std::vector<InputSignature> inputs;
+  SymbolValues first, probe;
+  std::vector<Shape> probe_shapes;
+};
+ProbePlan plan_probe(const std::vector<InputSignature>& declared,
+                     const std::vector<Shape>& first_shapes);
+
 // Probe sizes for the symbols of `inputs`: distinct primes, none equal to `avoid`'s values or a
 // known dimension, so a size seen at both bindings factors one way only.
 SymbolValues probe_values(const std::vector<InputSignature>& inputs, const SymbolValues& avoid);

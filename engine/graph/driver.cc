@@ -1,7 +1,9 @@
 #include "engine/graph/driver.h"
 
 #include <chrono>
+#include <fstream>
 #include <optional>
+#include <variant>
 
 #include "base/error.h"
 #include "engine/compile_cache/compile_cache.h"
@@ -206,6 +208,67 @@ std::unique_ptr<CompiledNetwork> compile_planned(std::unique_ptr<ir::Graph> grap
       std::make_shared<const runtime::Plan>(passes::plan_memory(*graph, options.compile));
   network->compiled.graph = std::move(graph);
   make_ready(*network, options);
+  network->compile_ms = millis_since(start);
+  return network;
+}
+
+SymbolicCompile compile_symbolic(std::unique_ptr<ir::Graph> first,
+                                 const std::function<std::unique_ptr<ir::Graph>()>& probe,
+                                 const ir::ProbePlan& plan, std::vector<size_t> input_parameters,
+                                 const DriverOptions& options) {
+  const auto start = Clock::now();
+  SymbolicCompile result;
+  passes::CompileOptions quiet = options.compile;  // the dumps are the first binding's
+  quiet.dump.level = 0;
+  passes::CompiledGraph first_compiled = passes::compile(std::move(first), options.compile);
+  result.dump_files = first_compiled.dump_files;
+  std::variant<ir::SymbolicGraph, std::string> generalized;
+  try {
+    const passes::CompiledGraph probe_compiled = passes::compile(probe(), quiet);
+    generalized = ir::generalize(std::move(first_compiled.graph), plan.first, *probe_compiled.graph,
+                                 plan.probe, plan.inputs, std::move(input_parameters));
+  } catch (const Error& e) {
+    generalized = "the probe sizes " + ir::signature_to_string(plan.inputs) + " at " +
+                  [&] {
+                    std::string values;
+                    for (const auto& [symbol, value] : plan.probe) {
+                      values += (values.empty() ? "" : ", ") + symbol + "=" + std::to_string(value);
+                    }
+                    return values;
+                  }() +
+                  " do not compile: " + e.message();
+  }
+  if (auto* why = std::get_if<std::string>(&generalized)) {
+    result.why_not = std::move(*why);
+  } else {
+    result.graph = std::make_shared<const ir::SymbolicGraph>(
+        std::move(std::get<ir::SymbolicGraph>(generalized)));
+    if (options.compile.dump.level > 0) {
+      const std::filesystem::path file =
+          options.compile.dump.dir / (options.compile.dump.prefix + "_symbolic.ir");
+      std::error_code ec;
+      std::filesystem::create_directories(options.compile.dump.dir, ec);
+      std::ofstream out(file);
+      out << result.graph->text;
+      MF_CHECK(out.good(), InvalidArgument, "cannot write the symbolic graph to '",
+               echo(file.string()), "'");
+      result.dump_files.push_back(file);
+    }
+  }
+  result.compile_ms = millis_since(start);
+  return result;
+}
+
+std::unique_ptr<CompiledNetwork> bind_symbolic(const SymbolicCompile& symbolic,
+                                               const std::vector<ir::Shape>& shapes,
+                                               const context::Policy& policy,
+                                               const context::Fingerprint& fingerprint,
+                                               const DriverOptions& options) {
+  MF_CHECK(symbolic.graph != nullptr, Internal, "bind_symbolic: no symbolic graph");
+  const auto start = Clock::now();
+  std::unique_ptr<CompiledNetwork> network =
+      compile_planned(ir::specialize(*symbolic.graph, shapes), policy, options);
+  network->fingerprint = fingerprint;
   network->compile_ms = millis_since(start);
   return network;
 }

@@ -8,6 +8,7 @@
 // passes`, `mf dump` and the benchmarks, so a new option is added here once and `mf passes` cannot
 // drift from what compiles.
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <span>
@@ -18,6 +19,7 @@
 #include "context/fingerprint.h"
 #include "context/policy.h"
 #include "engine/graph/freeze_weights.h"
+#include "ir/symbolic_graph.h"
 #include "passes/compile_options.h"
 #include "passes/compiler.h"
 #include "runtime/graph_executor.h"
@@ -92,6 +94,31 @@ passes::CompiledGraph compile_graph(std::unique_ptr<ir::Graph> graph,
 // The executor `kind` names, over `plan` (KernelExecutor or SinkExecutor).
 std::unique_ptr<runtime::GraphExecutor> make_executor(context::Executor kind,
                                                       std::shared_ptr<const runtime::Plan> plan);
+
+// One compile for every size of a graph with dynamic inputs (ir/symbolic_graph.h), or why there
+// is none (then each size compiles on its own).
+struct SymbolicCompile {
+  std::shared_ptr<const ir::SymbolicGraph> graph;
+  std::string why_not;
+  std::vector<std::filesystem::path> dump_files;  // save_graphs: the first binding's and symbolic
+  double compile_ms = 0;
+};
+
+// Runs the passes on `first` (the graph at plan.first) and `probe` (at plan.probe, without dumps)
+// and generalizes them; save_graphs also writes DIR/<prefix>_symbolic.ir. `input_parameters[i]`
+// is the parameter of plan.inputs[i]. Errors compiling the probe become why_not.
+SymbolicCompile compile_symbolic(std::unique_ptr<ir::Graph> first,
+                                 const std::function<std::unique_ptr<ir::Graph>()>& probe,
+                                 const ir::ProbePlan& plan, std::vector<size_t> input_parameters,
+                                 const DriverOptions& options);
+
+// The compiled form of `symbolic` at `shapes` (one per declared input): sizes substituted, shapes
+// re-inferred, memory planned and kernels prepared; no pass runs.
+std::unique_ptr<CompiledNetwork> bind_symbolic(const SymbolicCompile& symbolic,
+                                               const std::vector<ir::Shape>& shapes,
+                                               const context::Policy& policy,
+                                               const context::Fingerprint& fingerprint,
+                                               const DriverOptions& options);
 
 // Runs a compiled network on inputs in graph-parameter order under the policy's run options, with
 // the Running Data Recorder the context asks for. An error gets "while running `what` in MODE

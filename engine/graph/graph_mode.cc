@@ -1,4 +1,5 @@
 #include "engine/graph/graph_mode.h"
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <optional>
@@ -66,6 +67,77 @@ std::unique_ptr<CompiledCell> trace_and_compile(nn::Cell& cell, const Tensor& x,
   return form;
 }
 
+// A cell with a declared dynamic input: the form for x bound from the symbolic compile of these
+// settings (traced at x and at a probe, compiled once); null when the trace does not generalize
+// (then x's size compiles on its own, as without a declaration).
+CompiledCell* bind_dynamic(nn::Cell& cell, const Tensor& x, CompiledForms& forms,
+                           const DerivedPolicy& derived, GraphRunReport& report) {
+  static std::atomic<int> compile_counter{0};
+  const context::Policy& policy = derived.policy;
+  const ir::InputSignature& declared = *cell.declared_input();
+  if (policy.infer_boost.value || policy.compile_cache.value) {
+    report.dynamic_note =
+        std::string("compiled per size: ") +
+        (policy.infer_boost.value ? "jit_config.infer_boost" : "the compile cache") +
+        " keys a compile by its concrete graph";
+    return nullptr;
+  }
+  auto entry = std::find_if(forms.symbolic.begin(), forms.symbolic.end(),
+                            [&](const auto& s) { return s.fingerprint == derived.fingerprint; });
+  if (entry == forms.symbolic.end()) {
+    const auto start = Clock::now();
+    const ir::ProbePlan plan = ir::plan_probe({declared}, {x.shape()});
+    TraceResult first = Tracer::trace(cell, x, policy.max_call_depth.value,
+                                      policy.reserve_class_name_in_scope.value);
+    const double trace_ms = millis_since(start);
+    size_t input_parameter = 0;
+    while (input_parameter < first.bindings.size() &&
+           first.bindings[input_parameter].kind != Binding::Kind::kInput) {
+      ++input_parameter;
+    }
+    MF_CHECK(input_parameter < first.bindings.size(), Internal, "the trace of ", cell.class_name(),
+             " has no input parameter");
+    const std::string prefix = first.graph->name() + "_" + std::to_string(++compile_counter);
+    const auto probe = [&] {
+      return Tracer::trace(cell, Tensor::zeros(plan.probe_shapes[0], x.dtype()),
+                           policy.max_call_depth.value, policy.reserve_class_name_in_scope.value)
+          .graph;
+    };
+    SymbolicCompile compile = compile_symbolic(std::move(first.graph), probe, plan,
+                                               {input_parameter}, driver_options(policy, prefix));
+    forms.symbolic.push_back(
+        {derived.fingerprint, std::move(compile), std::move(first.bindings), trace_ms});
+    entry = std::prev(forms.symbolic.end());
+    report.compiled = true;
+    report.trace_ms = trace_ms;
+    log::info("compiled {} once for its dynamic input {}: {}", cell.class_name(),
+              ir::symbolic_shape_to_string(declared.shape),
+              entry->compile.graph ? "one compile serves every size" : entry->compile.why_not);
+  }
+  if (!entry->compile.graph) {
+    report.dynamic_note = "compiled per size: " + entry->compile.why_not;
+    report.compiled = false;  // the size's own compile follows
+    return nullptr;
+  }
+  auto form = std::make_unique<CompiledCell>();
+  form->input_type = x.type();
+  form->bindings = entry->bindings;
+  form->trace_ms = report.compiled ? entry->trace_ms : 0;
+  std::unique_ptr<CompiledNetwork> network = bind_symbolic(
+      entry->compile, {x.shape()}, policy, derived.fingerprint, driver_options(policy, "bind"));
+  if (report.compiled) {
+    network->compiled.dump_files = entry->compile.dump_files;
+    network->compile_ms += entry->compile.compile_ms;
+  }
+  form->network = std::move(network);
+  report.specialized = true;
+  report.dynamic_note = "one compile serves every size";
+  forms.entries.push_back(std::move(form));
+  if (forms.entries.size() > CompiledForms::kDynamicForms)
+    forms.entries.erase(forms.entries.begin());
+  return forms.entries.back().get();
+}
+
 // Whether a form compiled with its weights frozen in (infer_boost) still has them: a cell whose
 // parameter was replaced since needs another compile.
 bool weights_unchanged(nn::Cell& cell, const Tensor& x, const CompiledCell& form) {
@@ -110,6 +182,9 @@ CompiledCell& find_or_compile(nn::Cell& cell, const Tensor& x, CompiledForms& fo
         form = entry.get();
       }
     }
+  }
+  if (form == nullptr && cell.declared_input() && ir::is_dynamic(cell.declared_input()->shape)) {
+    form = bind_dynamic(cell, x, forms, *derived, report);
   }
   if (form == nullptr) {
     report.recompile_reason = recompile_reason(forms, x.type(), derived->fingerprint);

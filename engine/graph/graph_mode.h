@@ -91,10 +91,22 @@ class CompiledForms {
   // with the same input type runs it without comparing fingerprints again.
   CompiledCell* last_entry = nullptr;
   std::shared_ptr<const DerivedPolicy> last_entry_derived;  // held: no address reuse
+  // A declared dynamic input (Cell::set_inputs): one symbolic compile per compile fingerprint,
+  // with the bindings of its trace; each size is a form bound from it, the most recent
+  // kDynamicForms kept.
+  struct Symbolic {
+    context::Fingerprint fingerprint;
+    SymbolicCompile compile;
+    std::vector<Binding> bindings;
+    double trace_ms = 0;
+  };
+  std::vector<Symbolic> symbolic;
+  static constexpr size_t kDynamicForms = 8;
 
   // Drops every compiled form and what points at them.
   void clear() {
     entries.clear();
+    symbolic.clear();
     last_entry = nullptr;
     last_entry_derived.reset();
   }

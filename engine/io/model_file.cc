@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 
 #include "base/error.h"
 #include "engine/io/onnx/importer.h"
@@ -18,14 +17,8 @@ struct ModelFile::Dynamic {
   std::filesystem::path external_data_dir;
   std::vector<ir::InputSignature> signature;
   std::vector<std::string> input_parameters;  // the IR parameter of each input
-  // One symbolic compile per compile fingerprint, or why there is none.
-  struct Compile {
-    context::Fingerprint fingerprint;
-    std::shared_ptr<const ir::SymbolicGraph> graph;
-    std::string why_not;
-    std::vector<std::filesystem::path> dump_files;  // save_graphs: the first binding's, symbolic
-  };
-  std::vector<Compile> compiles;
+  // One symbolic compile per compile fingerprint.
+  std::vector<std::pair<context::Fingerprint, SymbolicCompile>> compiles;
   std::string note;
 
   onnx::ImportedModel import_at(const std::vector<ir::Shape>& shapes) const;
@@ -37,9 +30,6 @@ struct ModelFile::Dynamic {
                                         const context::Policy& policy,
                                         const context::Fingerprint& fingerprint,
                                         const DriverOptions& options, GraphRunReport& report);
-  const Compile& compile_symbolic(const IrRunner& runner, const std::vector<ir::Shape>& shapes,
-                                  const context::Fingerprint& fingerprint,
-                                  const DriverOptions& options);
 };
 
 onnx::ImportedModel ModelFile::Dynamic::import_at(const std::vector<ir::Shape>& shapes) const {
@@ -56,59 +46,6 @@ onnx::ImportedModel ModelFile::Dynamic::import_at(const std::vector<ir::Shape>& 
   return model;
 }
 
-const ModelFile::Dynamic::Compile& ModelFile::Dynamic::compile_symbolic(
-    const IrRunner& runner, const std::vector<ir::Shape>& shapes,
-    const context::Fingerprint& fingerprint, const DriverOptions& options) {
-  for (const Compile& c : compiles) {
-    if (c.fingerprint == fingerprint) return c;
-  }
-  Compile& entry = compiles.emplace_back(Compile{fingerprint, nullptr, {}});
-  // The first call's sizes and a probe of distinct primes: one compile at each.
-  const std::vector<ir::InputSignature> named = ir::name_every_dimension(signature);
-  ir::SymbolValues first_values;
-  for (size_t i = 0; i < named.size(); ++i) {
-    ir::bind_input(named[i], named[i].dtype, shapes[i], first_values);
-  }
-  const ir::SymbolValues probe_values = ir::probe_values(named, first_values);
-  std::vector<ir::Shape> probe_shapes;
-  for (const ir::InputSignature& input : named) {
-    probe_shapes.push_back(ir::concrete_shape(input, probe_values));
-  }
-  std::vector<size_t> parameters;
-  for (const std::string& name : input_parameters) {
-    parameters.push_back(runner.graph().find_parameter(name)->index());
-  }
-  passes::CompileOptions quiet = options.compile;  // the dumps are the first binding's
-  quiet.dump.level = 0;
-  try {
-    passes::CompiledGraph first = compile_graph(runner.graph().clone(), options.compile);
-    passes::CompiledGraph probe = compile_graph(import_at(probe_shapes).graph, quiet);
-    auto generalized = ir::generalize(std::move(first.graph), first_values, *probe.graph,
-                                      probe_values, named, parameters);
-    entry.dump_files = first.dump_files;
-    if (auto* graph = std::get_if<ir::SymbolicGraph>(&generalized)) {
-      entry.graph = std::make_shared<const ir::SymbolicGraph>(std::move(*graph));
-      if (options.compile.dump.level > 0) {
-        const std::filesystem::path file =
-            options.compile.dump.dir / (options.compile.dump.prefix + "_symbolic.ir");
-        std::error_code ec;
-        std::filesystem::create_directories(options.compile.dump.dir, ec);
-        std::ofstream out(file);
-        out << entry.graph->text;
-        MF_CHECK(out.good(), InvalidArgument, "cannot write the symbolic graph to '",
-                 echo(file.string()), "'");
-        entry.dump_files.push_back(file);
-      }
-    } else {
-      entry.why_not = std::get<std::string>(generalized);
-    }
-  } catch (const Error& e) {
-    entry.why_not =
-        "the probe sizes " + ir::signature_to_string(named) + " do not compile: " + e.message();
-  }
-  return entry;
-}
-
 std::unique_ptr<CompiledNetwork> ModelFile::Dynamic::bind(
     const IrRunner& runner, const std::vector<ir::Shape>& shapes, const context::Policy& policy,
     const context::Fingerprint& fingerprint, const DriverOptions& options, GraphRunReport& report) {
@@ -121,21 +58,33 @@ std::unique_ptr<CompiledNetwork> ModelFile::Dynamic::bind(
     report.dynamic_note = note;
     return nullptr;
   }
-  const auto start = std::chrono::steady_clock::now();
-  const size_t known = compiles.size();
-  const Compile& compile = compile_symbolic(runner, shapes, fingerprint, options);
-  report.compiled = compiles.size() > known;  // the one symbolic compile happened now
-  if (!compile.graph) {
-    note = "compiled per size: " + compile.why_not;
+  auto entry = std::find_if(compiles.begin(), compiles.end(),
+                            [&](const auto& c) { return c.first == fingerprint; });
+  if (entry == compiles.end()) {
+    std::vector<size_t> parameters;
+    for (const std::string& name : input_parameters) {
+      parameters.push_back(runner.graph().find_parameter(name)->index());
+    }
+    const ir::ProbePlan plan = ir::plan_probe(signature, shapes);
+    compiles.emplace_back(
+        fingerprint, compile_symbolic(
+                         runner.graph().clone(), [&] { return import_at(plan.probe_shapes).graph; },
+                         plan, std::move(parameters), options));
+    entry = std::prev(compiles.end());
+    report.compiled = true;  // the one symbolic compile (or the finding that there is none)
+  }
+  const SymbolicCompile& symbolic = entry->second;
+  if (!symbolic.graph) {
+    note = "compiled per size: " + symbolic.why_not;
     report.dynamic_note = note;
     return nullptr;
   }
   std::unique_ptr<CompiledNetwork> network =
-      compile_planned(ir::specialize(*compile.graph, shapes), policy, options);
-  network->fingerprint = fingerprint;
-  if (report.compiled) network->compiled.dump_files = compile.dump_files;
-  network->compile_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      bind_symbolic(symbolic, shapes, policy, fingerprint, options);
+  if (report.compiled) {
+    network->compiled.dump_files = symbolic.dump_files;
+    network->compile_ms += symbolic.compile_ms;
+  }
   note = "one compile serves every size";
   report.dynamic_note = note;
   report.specialized = true;
@@ -177,16 +126,28 @@ ModelFile ModelFile::load(const std::filesystem::path& path) {
   auto state = std::make_shared<Dynamic>();
   state->onnx = onnx::parse_onnx_file(path, options);
   state->external_data_dir = options.external_data_dir;
-  state->signature = onnx::onnx_input_signature(*state->onnx);
+  state->signature = onnx::onnx_input_signature(*state->onnx, &state->input_parameters);
   file.signature_ = state->signature;
+  for (const ir::InputSignature& input : file.signature_) file.input_names_.push_back(input.name);
+  file.input_parameters_ = state->input_parameters;
   file.dynamic_state_ = std::move(state);
-  // Before any call, dynamic dimensions bind to 1: the model is imported (and checked) now.
   std::vector<ir::Shape> shapes;
   for (const ir::InputSignature& input : file.signature_) {
     shapes.push_back(ir::concrete_shape(input, {}));
   }
-  file.prepare(std::move(shapes));
-  if (!file.dynamic()) file.dynamic_state_.reset();  // one import serves every call
+  if (!file.dynamic()) {
+    file.prepare(std::move(shapes));
+    file.dynamic_state_.reset();  // one import serves every call
+    return file;
+  }
+  // Dynamic dimensions bind to 1 until a call brings sizes: the model is imported (and checked)
+  // now when it allows them; one that does not is imported at its first call's sizes.
+  try {
+    file.prepare(std::move(shapes));
+  } catch (const Error& e) {
+    file.load_note_ = "not imported at every dynamic dimension 1 (" + e.message() +
+                      "); each call imports at its sizes";
+  }
   return file;
 }
 
@@ -198,7 +159,7 @@ const std::string& ModelFile::dynamic_note() const {
 std::string ModelFile::symbolic_description() const {
   if (!dynamic_state_) return {};
   for (auto it = dynamic_state_->compiles.rbegin(); it != dynamic_state_->compiles.rend(); ++it) {
-    if (it->graph) return it->graph->describe();
+    if (it->second.graph) return it->second.graph->describe();
   }
   return {};
 }
@@ -212,15 +173,15 @@ IrRunner& ModelFile::prepare(std::vector<ir::Shape> shapes) {
   }
   MF_CHECK(dynamic_state_ != nullptr, Internal, "no model to import for another signature");
   onnx::ImportedModel model = dynamic_state_->import_at(shapes);
-  if (prepared_.empty()) {
+  if (!imported_) {
     // Names and weights are the same in every import of the file: kept from the first.
+    imported_ = true;
     weights_ = std::move(model.weights);
     input_names_ = std::move(model.onnx_inputs);
     input_parameters_ = std::move(model.inputs);
     output_names_ = std::move(model.onnx_outputs);
     opset_ = model.opset;
     producer_ = std::move(model.producer);
-    dynamic_state_->input_parameters = input_parameters_;
   }
   auto runner = std::make_unique<IrRunner>(std::move(model.graph));
   if (dynamic()) {
@@ -235,6 +196,18 @@ IrRunner& ModelFile::prepare(std::vector<ir::Shape> shapes) {
   if (prepared_.size() > kPreparedShapes) prepared_.pop_back();
   runner_ = prepared_.front().runner.get();
   return *runner_;
+}
+
+IrRunner& ModelFile::runner() {
+  MF_CHECK(runner_ != nullptr, InvalidArgument,
+           "the model is not imported yet: its dynamic dimensions do not all allow 1; run it with "
+           "inputs first (",
+           load_note_, ")");
+  return *runner_;
+}
+
+const IrRunner& ModelFile::runner() const {
+  return const_cast<ModelFile*>(this)->runner();
 }
 
 IrRunner& ModelFile::runner_for(const std::map<std::string, Tensor>& feeds) {
@@ -264,7 +237,8 @@ std::map<std::string, Tensor> ModelFile::feeds(const std::map<std::string, Tenso
       if (input_names_[i] == name || input_parameters_[i] == name) parameter = input_parameters_[i];
     }
     // Any other parameter of the graph may be fed too (a weight of an .ir file).
-    if (parameter.empty() && runner_->graph().find_parameter(name) != nullptr) parameter = name;
+    if (parameter.empty() && runner_ != nullptr && runner_->graph().find_parameter(name) != nullptr)
+      parameter = name;
     if (parameter.empty()) {
       std::string known;
       for (const std::string& n : input_names_) known += (known.empty() ? "" : ", ") + n;
@@ -278,8 +252,8 @@ std::map<std::string, Tensor> ModelFile::feeds(const std::map<std::string, Tenso
 
 std::vector<std::pair<std::string, Tensor>> ModelFile::run(
     const std::map<std::string, Tensor>& inputs, uint64_t seed) {
-  const std::map<std::string, Tensor> values = feeds(inputs);
-  return runner_for(values).run(values, seed);
+  IrRunner& runner = runner_for(feeds(inputs));
+  return runner.run(feeds(inputs), seed);  // with the weights of a first import just made
 }
 
 }  // namespace mf::engine

@@ -51,8 +51,8 @@ class ModelFile {
   // feeds() of the call's inputs. The one runner of a static model.
   IrRunner& runner_for(const std::map<std::string, Tensor>& feeds);
   // The runner the last call ran (or, before any, the first prepared one).
-  IrRunner& runner() { return *runner_; }
-  const IrRunner& runner() const { return *runner_; }
+  IrRunner& runner();
+  const IrRunner& runner() const;
 
   // The inputs as the file declares them (by the file's names), dynamic dimensions as symbols.
   const std::vector<ir::InputSignature>& signature() const { return signature_; }
@@ -92,6 +92,8 @@ class ModelFile {
   std::list<Prepared> prepared_;
   IrRunner* runner_ = nullptr;
   std::vector<ir::InputSignature> signature_;
+  bool imported_ = false;  // weights and names come from the first import
+  std::string load_note_;
   std::map<std::string, Tensor> weights_;
   std::vector<std::string> input_names_, input_parameters_, output_names_;
   int64_t opset_ = 0;

@@ -17,6 +17,15 @@ Cell::~Cell() = default;
 Tensor Cell::operator()(const Tensor& x, std::source_location where) {
   if (engine::Tracer* tracer = engine::Tracer::active()) return tracer->call_cell(*this, x);
   const auto policy = engine::current_policy();
+  if (declared_input_ && x.defined()) {
+    ir::SymbolValues symbols;
+    try {
+      ir::bind_input(*declared_input_, x.dtype(), x.shape(), symbols);
+    } catch (Error& e) {
+      e.add_context("calling " + class_name_ + " (declared by set_inputs)");
+      throw;
+    }
+  }
   const bool op_by_op = engine::op_by_op_forced();
   const bool graph = policy->mode.value == context::ExecutionMode::kGraph;
   if (!op_by_op && (graph || jit_)) {
@@ -26,6 +35,23 @@ Tensor Cell::operator()(const Tensor& x, std::source_location where) {
   }
   engine::ScopeGuard scope(instance_name_, class_name_, policy->reserve_class_name_in_scope.value);
   return forward(x);
+}
+
+void Cell::set_inputs(ir::SymbolicShape shape, DType dtype) {
+  MF_CHECK(shape.size() <= size_t(ir::kMaxRank), InvalidArgument, class_name_, ".set_inputs: rank ",
+           shape.size(), " exceeds ", ir::kMaxRank);
+  for (ir::SymbolicDim& dim : shape) {
+    MF_CHECK(dim.size >= -1 && dim.size <= ir::kMaxTensorElements, InvalidArgument, class_name_,
+             ".set_inputs: dimension ", dim.size,
+             " is neither a size nor -1 (dynamic): give sizes >= 0, or None/-1");
+    if (dim.known()) dim.symbol.clear();
+    MF_CHECK(dim.symbol.empty() ||
+                 (dim.symbol.size() <= ir::kMaxSymbolChars && ir::is_valid_ir_name(dim.symbol)),
+             InvalidArgument, class_name_, ".set_inputs: symbol '", echo(dim.symbol, 64),
+             "' is not a name of [A-Za-z0-9_.]");
+  }
+  declared_input_ = ir::InputSignature{"x", dtype, std::move(shape)};
+  compiled_->clear();  // forms compiled before the declaration may not fit it
 }
 
 void Cell::set_jit_config(const JitConfig& config) {

@@ -13,6 +13,7 @@
 
 #include "context/policy.h"
 #include "engine/tensor.h"
+#include "ir/input_signature.h"
 
 namespace mf::engine {
 class CompiledForms;
@@ -67,6 +68,12 @@ class Cell {
   Cell* find_child(std::string_view path);
   // Every descendant as (dotted path, cell), depth first: what find_child accepts.
   std::vector<std::pair<std::string, Cell*>> named_descendants() const;
+  // Declares the input, as MindSpore's Cell.set_inputs: a dimension of size -1 is dynamic
+  // (unnamed, or named by its symbol: {{-1, "batch"}, {784}}). Every top-level call is checked
+  // against it (rank, dtype, known dimensions: an error names the input and the axis), and in
+  // GRAPH mode (and jit) one compile serves every size the declaration allows.
+  void set_inputs(ir::SymbolicShape shape, DType dtype = DType::kFloat32);
+  const std::optional<ir::InputSignature>& declared_input() const { return declared_input_; }
   // What the last GRAPH-mode call did (compiled or reused, times, executor, dumps).
   const engine::GraphRunReport& graph_report() const;
   // Drops compiled forms (the next GRAPH-mode call compiles again).
@@ -96,6 +103,7 @@ class Cell {
   std::string instance_name_ = "net";
   std::optional<context::JitLevel> jit_level_;
   bool jit_ = false;
+  std::optional<ir::InputSignature> declared_input_;
   std::unique_ptr<engine::CompiledForms> compiled_;
   std::deque<std::pair<std::string, Tensor>> parameters_;  // deque: references stay valid
   // shared_ptr: a Python front end's cells are shared with their Python objects (adopt_shared).

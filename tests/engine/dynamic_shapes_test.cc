@@ -15,6 +15,7 @@
 #include "engine/io/model_file.h"
 #include "engine/io/onnx/importer.h"
 #include "engine/io/onnx/writer.h"
+#include "engine/models/registry.h"
 #include "engine/ops.h"
 #include "tests/engine/engine_fixture.h"
 
@@ -228,6 +229,130 @@ TEST_F(DynamicShapesTest, ImportingADynamicModelWithoutShapesSaysHowToBindThem) 
   const auto model = onnx::import_onnx_model_from_bytes(m.serialize(), "dynamic.onnx", options);
   EXPECT_EQ(model.graph->parameter(0)->type().shape, (Shape{4, 3, 16}));
   EXPECT_EQ(ir::symbolic_shape_to_string(model.signature[0].shape), "(batch, seq, 16)");
+}
+
+// Max absolute difference relative to the largest value of `want`.
+double relative_difference(const Tensor& got, const Tensor& want) {
+  EXPECT_EQ(got.shape(), want.shape());
+  const std::vector<double> g = got.to_doubles(), w = want.to_doubles();
+  double diff = 0, scale = 1e-30;
+  for (size_t i = 0; i < g.size() && i < w.size(); ++i) {
+    diff = std::max(diff, std::abs(g[i] - w[i]));
+    scale = std::max(scale, std::abs(w[i]));
+  }
+  return diff / scale;
+}
+
+// A cell with set_inputs: one compile in GRAPH mode at every jit level serves sizes 1, 7 and 64
+// of the sample networks, equal to PYNATIVE and to a compile of each size alone.
+TEST_F(DynamicShapesTest, CellSetInputsCompilesOnceForEverySize) {
+  struct Case {
+    const char* net;
+    ir::SymbolicShape declared;
+    std::vector<Shape> sizes;
+  };
+  const std::vector<Case> cases = {
+      {"mlp", {{-1, "batch"}, {784, ""}}, {{1, 784}, {7, 784}, {64, 784}}},
+      {"transformer",
+       {{-1, "batch"}, {-1, "seq"}, {256, ""}},
+       {{1, 16, 256}, {7, 5, 256}, {2, 64, 256}}},
+      {"cnn", {{-1, ""}, {3, ""}, {32, ""}, {32, ""}}, {{1, 3, 32, 32}, {7, 3, 32, 32}}},
+  };
+  for (const Case& c : cases) {
+    for (const char* level : {"O0", "O1", "O2"}) {
+      SCOPED_TRACE(std::string(c.net) + " " + level);
+      const models::NetSpec& spec = models::find_net(c.net);
+      std::unique_ptr<nn::Cell> net = spec.make(3);
+      net->set_inputs(c.declared);
+      int compiles = 0;
+      for (const Shape& shape : c.sizes) {
+        SCOPED_TRACE(ir::shape_to_string(shape));
+        const Tensor x = Tensor::randn(shape, 11);
+        context::set({{"mode", "PYNATIVE_MODE"}});
+        const Tensor eager = (*net)(x);
+        context::set({{"mode", "GRAPH_MODE"}, {"jit_config", {{"jit_level", level}}}});
+        const Tensor compiled = (*net)(x);
+        const engine::GraphRunReport& report = net->graph_report();
+        compiles += report.compiled ? 1 : 0;
+        EXPECT_TRUE(report.specialized) << report.dynamic_note;
+        EXPECT_EQ(report.dynamic_note, "one compile serves every size");
+        std::unique_ptr<nn::Cell> alone = spec.make(3);
+        const Tensor fixed = (*alone)(x);
+        EXPECT_LT(relative_difference(compiled, eager), 1e-5);
+        EXPECT_LT(relative_difference(compiled, fixed), 1e-5);
+      }
+      EXPECT_EQ(compiles, 1);
+      context::reset();
+    }
+  }
+}
+
+TEST_F(DynamicShapesTest, CellCallsThatContradictTheDeclarationFailInBothModes) {
+  std::unique_ptr<nn::Cell> net = models::find_net("mlp").make(3);
+  net->set_inputs({{-1, "batch"}, {784, ""}});
+  for (const char* mode : {"PYNATIVE_MODE", "GRAPH_MODE"}) {
+    SCOPED_TRACE(mode);
+    context::set({{"mode", mode}});
+    expect_invalid(
+        [&] {
+          (*net)(Tensor::randn({7, 783}, 1));
+        },
+        "input 'x' dimension 1 is 783 but is declared 784 in (batch, 784)");
+    expect_invalid([&] { (*net)(Tensor::randn({784}, 1)); },
+                   "input 'x' has rank 1 (shape (784)) but is declared (batch, 784)");
+    expect_invalid(
+        [&] {
+          (*net)(Tensor::zeros({2, 784}, DType::kFloat64));
+        },
+        "input 'x' is Float64 but is declared Float32 (batch, 784)");
+    EXPECT_EQ((*net)(Tensor::randn({3, 784}, 1)).shape(), (Shape{3, 10}));
+  }
+  expect_invalid([&] { net->set_inputs({{-2, ""}}); }, "is neither a size nor -1");
+  expect_invalid([&] { net->set_inputs({{-1, "bad name"}}); }, "is not a name");
+}
+
+// A network whose trace depends on the size beyond what a symbol can say (here a constant made
+// from the batch) compiles each size, and says why; the answers stay right.
+TEST_F(DynamicShapesTest, OnnxModelThatDoesNotGeneralizeCompilesPerSizeAndSaysWhy) {
+  ModelWriter m(17);
+  m.add_input("x", DType::kFloat32, {1, 4}, {"n", ""});
+  m.add_node("Shape", {"x"}, {"s"});
+  m.add_node("ConstantOfShape", {"s"}, {"ones"},
+             {{"value", Tensor::from_vector<float>({2.5f}, {1})}});
+  m.add_node("Mul", {"x", "ones"}, {"y"});
+  m.add_output("y");
+  context::set({{"mode", "GRAPH_MODE"}});
+  engine::ModelFile file = engine::ModelFile::load(save(m, "per_size.onnx"));
+  for (int64_t n : {2, 5}) {
+    const Tensor x = Tensor::randn({n, 4}, uint64_t(n));
+    const auto out = file.run({{"x", x}}, 0);
+    EXPECT_LT(relative_difference(out[0].second, ops::mul(x, ops::scalar(2.5))), 1e-7);
+    EXPECT_TRUE(file.runner().graph_report().compiled);
+    EXPECT_FALSE(file.runner().graph_report().specialized);
+  }
+  EXPECT_NE(file.dynamic_note().find("compiled per size: a constant"), std::string::npos)
+      << file.dynamic_note();
+}
+
+// A size the network does not allow is the op's own error, naming the node; the model still runs
+// the sizes it allows.
+TEST_F(DynamicShapesTest, ASizeTheNetworkDoesNotAllowIsTheOpsError) {
+  ModelWriter m(17);
+  m.add_input("x", DType::kFloat32, {6}, {"n"});
+  m.add_node("Constant", {}, {"shape"}, {{"value", i64s({-1, 3})}});
+  m.add_node("Reshape", {"x", "shape"}, {"y"});
+  m.add_node("Relu", {"y"}, {"z"});
+  m.add_output("z");
+  context::set({{"mode", "GRAPH_MODE"}});
+  engine::ModelFile file = engine::ModelFile::load(save(m, "reshape.onnx"));
+  EXPECT_EQ(file.run({{"x", Tensor::randn({6}, 1)}}, 0)[0].second.shape(), (Shape{2, 3}));
+  try {
+    file.run({{"x", Tensor::randn({7}, 1)}}, 0);
+    ADD_FAILURE() << "a size of 7 cannot be viewed as (-1, 3)";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("reshape"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(file.run({{"x", Tensor::randn({9}, 1)}}, 0)[0].second.shape(), (Shape{3, 3}));
 }
 
 }  // namespace

@@ -217,11 +217,14 @@ ir::InputSignature Importer::declare_input(const ValueInfoProto& in) const {
   return declared;
 }
 
-std::vector<ir::InputSignature> Importer::read_signature() {
+std::vector<ir::InputSignature> Importer::read_signature(std::vector<std::string>* parameters) {
   collect_initializers();
   std::vector<ir::InputSignature> inputs;
   for (const ValueInfoProto& in : graph_proto_.input()) {
-    if (!initializers_.count(in.name())) inputs.push_back(declare_input(in));
+    if (initializers_.count(in.name())) continue;
+    inputs.push_back(declare_input(in));
+    // Named as add_graph_inputs names them: inputs are the first parameters.
+    if (parameters != nullptr) parameters->push_back(unique_name(in.name()));
   }
   return inputs;
 }
@@ -618,8 +621,9 @@ std::shared_ptr<const ParsedModel> parse_onnx_model(std::string_view bytes,
   return model;
 }
 
-std::vector<ir::InputSignature> onnx_input_signature(const ParsedModel& model) {
-  return detail::Importer(model.proto, model.source, ImportOptions{}).read_signature();
+std::vector<ir::InputSignature> onnx_input_signature(const ParsedModel& model,
+                                                     std::vector<std::string>* parameters) {
+  return detail::Importer(model.proto, model.source, ImportOptions{}).read_signature(parameters);
 }
 
 ImportedModel import_parsed_onnx_model(const ParsedModel& model, const ImportOptions& options) {

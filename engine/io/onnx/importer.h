@@ -69,8 +69,10 @@ struct ImportOptions {
 struct ParsedModel;
 std::shared_ptr<const ParsedModel> parse_onnx_model(std::string_view bytes,
                                                     std::string_view source);
-// The graph inputs' declarations (ImportedModel::signature) without importing.
-std::vector<ir::InputSignature> onnx_input_signature(const ParsedModel& model);
+// The graph inputs' declarations (ImportedModel::signature) without importing, and when
+// `parameters` is given the IR parameter each becomes (ImportedModel::inputs).
+std::vector<ir::InputSignature> onnx_input_signature(
+    const ParsedModel& model, std::vector<std::string>* parameters = nullptr);
 ImportedModel import_parsed_onnx_model(const ParsedModel& model, const ImportOptions& options);
 
 // Reads and imports a .onnx file. `source` names the model in error messages.

@@ -71,7 +71,7 @@ class Importer {
 
  public:
   // The graph inputs' declarations, without importing the graph.
-  std::vector<ir::InputSignature> read_signature();
+  std::vector<ir::InputSignature> read_signature(std::vector<std::string>* parameters);
 
  private:
   std::vector<int> node_order();

@@ -33,7 +33,7 @@ from ._modeflow import (  # noqa: F401
     set_ps_context,
     set_recursion_limit,
 )
-from . import _indexing, _modeflow
+from . import _dynamic, _indexing, _modeflow
 from . import common, context, device_context, models, nn, onnx, ops, runtime  # noqa: F401
 from .jit import JitConfig, jit  # noqa: F401
 from .profiler import Profiler  # noqa: F401
@@ -42,6 +42,10 @@ from .profiler import Profiler  # noqa: F401
 Tensor.__getitem__ = _indexing.getitem
 Tensor.__setitem__ = _indexing.setitem
 Tensor.__iter__ = _indexing.iterate
+# Tensor(shape=[None, 784], dtype=...) declares a dynamic input for Cell.set_inputs: _dynamic.py.
+Tensor.__new__ = staticmethod(_dynamic.tensor_new)
+nn.Cell.set_inputs = _dynamic.set_inputs
+nn.Cell.get_inputs = _dynamic.get_inputs
 
 # jit_syntax_level's constants (MindSpore's ms.STRICT / COMPATIBLE / LAX): set_context takes them
 # as it takes the names; get_context returns the name.

@@ -127,6 +127,8 @@ std::string level_of(py::handle config) {
 py::dict report_dict(const engine::GraphRunReport& r) {
   py::dict d;
   d["compiled"] = r.compiled;
+  d["specialized"] = r.specialized;
+  d["dynamic_note"] = r.dynamic_note;
   d["recompile_reason"] = r.recompile_reason;
   d["trace_ms"] = r.trace_ms;
   d["compile_ms"] = r.compile_ms;
@@ -256,6 +258,24 @@ void bind_cell(py::module_& nn_module) {
              throw py::attribute_error(
                  "'" + py::str(py::type::of(self).attr("__name__")).cast<std::string>() +
                  "' object has no attribute '" + name + "'");
+           })
+      .def(
+          "_declare_input",
+          [](nn::Cell& self, const std::vector<std::pair<int64_t, std::string>>& dims,
+             DType dtype) {
+            ir::SymbolicShape shape;
+            for (const auto& [size, symbol] : dims) shape.push_back({size, symbol});
+            self.set_inputs(std::move(shape), dtype);
+          },
+          "Cell.set_inputs's engine side: (size or -1, symbol) per dimension.")
+      .def("_declared_input",
+           [](const nn::Cell& self) -> py::object {
+             if (!self.declared_input()) return py::none();
+             std::vector<std::pair<int64_t, std::string>> dims;
+             for (const ir::SymbolicDim& d : self.declared_input()->shape) {
+               dims.emplace_back(d.size, d.symbol);
+             }
+             return py::make_tuple(dims, self.declared_input()->dtype);
            })
       .def_property_readonly("cls_name", &nn::Cell::class_name)
       .def_property_readonly("instance_name", &nn::Cell::instance_name)
@@ -438,7 +458,10 @@ void bind_onnx(py::module_ m) {
       .def_property_readonly("opset", &OnnxModel::opset)
       .def_property_readonly("producer", &OnnxModel::producer)
       .def("compile_report",
-           [](const OnnxModel& o) { return report_dict(o.runner().graph_report()); });
+           [](const OnnxModel& o) { return report_dict(o.runner().graph_report()); })
+      .def_property_readonly("input_signature",
+                             [](const OnnxModel& o) { return ir::signature_to_string(o.signature()); })
+      .def_property_readonly("prepared_shapes", &OnnxModel::prepared_shapes);
   m.def(
       "load",
       [](const std::string& path) {

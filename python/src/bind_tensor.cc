@@ -296,6 +296,28 @@ py::object binary(const char* symbol, const char* op, const Tensor& self, py::ha
   return py::cast(std::move(out));
 }
 
+// Tensor(shape=(2, 3), dtype=..., init='zeros' | 'ones'): MindSpore's tensor made from a shape. A
+// shape with None dimensions never gets here: it is a DynamicTensor (modeflow/_dynamic.py).
+Tensor tensor_of_shape(py::handle shape, py::handle dtype, py::handle init) {
+  Shape dims;
+  for (py::handle d : py::iter(shape)) {
+    if (!py::isinstance<py::int_>(d) || py::isinstance<py::bool_>(d) || d.cast<int64_t>() < 0) {
+      throw py::value_error("Tensor(shape=...): a dimension is a size >= 0, or None for a dynamic "
+                            "declaration; got " + echo(py::repr(d).cast<std::string>(), 40));
+    }
+    dims.push_back(d.cast<int64_t>());
+  }
+  ir::checked_num_elements(dims, "Tensor(shape=...)");
+  const DType type = dtype.is_none() ? DType::kFloat32 : to_dtype(dtype);
+  const std::string how = init.is_none() ? "" : py::str(init).cast<std::string>();
+  if (how == "zeros") return Tensor::zeros(dims, type);
+  if (how == "ones") return Tensor::full(dims, 1.0, type);
+  throw py::value_error(
+      "Tensor(shape=...) without input_data needs init='zeros' or 'ones' (got " +
+      (init.is_none() ? std::string("none") : "'" + echo(how, 40) + "'") +
+      "); None dimensions declare a dynamic input for Cell.set_inputs instead");
+}
+
 }  // namespace
 
 bool is_tensor_like(py::handle value) {
@@ -369,16 +391,21 @@ void bind_tensor(py::module_& m) {
                             "A tensor of the engine. Tensor(numpy_array | number | list, "
                             "dtype=None): numpy dtypes are kept; floats default to float32.");
   tensor
-      .def(py::init([](py::object input_data, py::object dtype) {
+      .def(py::init([](py::object input_data, py::object dtype, py::object shape,
+                       py::object init) {
+             if (input_data.is_none() && !shape.is_none()) return tensor_of_shape(shape, dtype, init);
              if (input_data.is_none())
                throw py::value_error("Tensor(input_data): input_data is required");
+             if (!shape.is_none())
+               throw py::value_error("Tensor: give input_data or shape (with init), not both");
              Tensor t = to_tensor(input_data);
              if (!dtype.is_none() && to_dtype(dtype) != t.dtype()) {
                t = run_op("cast", {t}, {{"dtype", to_dtype(dtype)}})[0];
              }
              return t;
            }),
-           py::arg("input_data") = py::none(), py::arg("dtype") = py::none())
+           py::arg("input_data") = py::none(), py::arg("dtype") = py::none(),
+           py::arg("shape") = py::none(), py::arg("init") = py::none())
       .def_static("from_numpy", [](py::array a) { return from_array(a); })
       .def_static(
           "randn",

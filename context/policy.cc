@@ -451,6 +451,22 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
         "oneDNN's post-ops, in oneDNN's math (within 2e-6 of the double result; the fusion report "
         "names each); deterministic=ON keeps them separate and bit-identical to op by op"};
   }
+  if (policy.infer_boost.value || policy.compile_cache.value) {
+    policy.symbolic_compile = {
+        false, std::string(policy.infer_boost.value ? "jit_config.infer_boost=on"
+                                                    : "enable_compile_cache") +
+                   " keys a compile by its concrete graph: a network with dynamic dimensions "
+                   "compiles each size (the " +
+                   std::to_string(kDynamicFormsKept) + " most recent kept)"};
+  } else {
+    policy.symbolic_compile = {
+        true,
+        "a network with dynamic dimensions compiles once, at its first call's sizes and a "
+        "probe, and binds each new size by shape inference alone (the " +
+            std::to_string(kDynamicFormsKept) +
+            " most recent kept); a graph whose ops depend on the sizes compiles per size, "
+            "and its report says why"};
+  }
   decide_memory(snapshot, policy);
 
   const bool debug = v["debug_level"] == "DEBUG";
@@ -501,6 +517,7 @@ std::vector<Explanation> explain(const Policy& p) {
       {"threads.inter_op", n(p.inter_op_parallelism.value), p.inter_op_parallelism.reason},
       {"deterministic", b(p.deterministic.value), p.deterministic.reason},
       {"fusion.library_epilogues", b(p.library_epilogues.value), p.library_epilogues.reason},
+      {"dynamic.symbolic_compile", b(p.symbolic_compile.value), p.symbolic_compile.reason},
       {"memory.max_bytes", n(p.max_device_memory_bytes.value), p.max_device_memory_bytes.reason},
       {"memory.pool_block_bytes", n(p.mempool_block_bytes.value), p.mempool_block_bytes.reason},
       {"memory.optimize_level", std::string(to_string(p.memory_optimize_level.value)),

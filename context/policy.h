@@ -52,6 +52,10 @@ struct Explanation {
 
 // Everything the engine decides from the context. Built by derive_policy; a plain value to copy and
 // hold.
+// Concrete signatures a network with dynamic dimensions keeps prepared (compiled forms, memory
+// plans, kernels), the most recent first.
+inline constexpr int kDynamicFormsKept = 8;
+
 struct Policy {
   Decision<ExecutionMode> mode;
   Decision<JitLevel> jit_level;
@@ -89,6 +93,9 @@ struct Policy {
   // Activations after convolutions that only oneDNN's post-op math fuses (silu, sigmoid,
   // hardswish, hardsigmoid): fused when not deterministic and fusion is on.
   Decision<bool> library_epilogues;
+  // A network with dynamic input dimensions (Cell.set_inputs with None, ONNX dim_param): one
+  // symbolic compile bound to each size (true), or a compile per size.
+  Decision<bool> symbolic_compile;
   // Memory.
   Decision<std::uint64_t> max_device_memory_bytes;
   Decision<std::uint64_t> mempool_block_bytes;

@@ -75,11 +75,8 @@ CompiledCell* bind_dynamic(nn::Cell& cell, const Tensor& x, CompiledForms& forms
   static std::atomic<int> compile_counter{0};
   const context::Policy& policy = derived.policy;
   const ir::InputSignature& declared = *cell.declared_input();
-  if (policy.infer_boost.value || policy.compile_cache.value) {
-    report.dynamic_note =
-        std::string("compiled per size: ") +
-        (policy.infer_boost.value ? "jit_config.infer_boost" : "the compile cache") +
-        " keys a compile by its concrete graph";
+  if (!policy.symbolic_compile.value) {
+    report.dynamic_note = "compiled per size: " + policy.symbolic_compile.reason;
     return nullptr;
   }
   auto entry = std::find_if(forms.symbolic.begin(), forms.symbolic.end(),

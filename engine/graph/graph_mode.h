@@ -101,7 +101,7 @@ class CompiledForms {
     double trace_ms = 0;
   };
   std::vector<Symbolic> symbolic;
-  static constexpr size_t kDynamicForms = 8;
+  static constexpr size_t kDynamicForms = size_t(context::kDynamicFormsKept);
 
   // Drops every compiled form and what points at them.
   void clear() {

@@ -49,12 +49,8 @@ onnx::ImportedModel ModelFile::Dynamic::import_at(const std::vector<ir::Shape>& 
 std::unique_ptr<CompiledNetwork> ModelFile::Dynamic::bind(
     const IrRunner& runner, const std::vector<ir::Shape>& shapes, const context::Policy& policy,
     const context::Fingerprint& fingerprint, const DriverOptions& options, GraphRunReport& report) {
-  // Weights compiled in as constants, and the persistent cache, key a compile by its exact graph:
-  // under them each size compiles.
-  if (policy.infer_boost.value || options.compile_cache) {
-    note = std::string("compiled per size: ") +
-           (policy.infer_boost.value ? "jit_config.infer_boost" : "the compile cache") +
-           " keys a compile by its concrete graph";
+  if (!policy.symbolic_compile.value) {
+    note = "compiled per size: " + policy.symbolic_compile.reason;
     report.dynamic_note = note;
     return nullptr;
   }

@@ -59,7 +59,7 @@ class ModelFile {
   bool dynamic() const { return ir::is_dynamic(signature_); }
   // Concrete signatures prepared and held (1 for a static model), and how many are kept.
   size_t prepared_shapes() const { return prepared_.size(); }
-  static constexpr size_t kPreparedShapes = 8;
+  static constexpr size_t kPreparedShapes = size_t(context::kDynamicFormsKept);
   // GRAPH mode, dynamic model: whether one symbolic compile serves every size under the current
   // settings, or why each size compiles ("" before the first compile).
   const std::string& dynamic_note() const;

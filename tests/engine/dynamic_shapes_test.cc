@@ -287,6 +287,26 @@ TEST_F(DynamicShapesTest, CellSetInputsCompilesOnceForEverySize) {
   }
 }
 
+// Settings that key a compile by its concrete graph (the compile cache, infer_boost) compile each
+// size, and the report says which setting made it so.
+TEST_F(DynamicShapesTest, TheCompileCacheCompilesEachSizeAndSaysSo) {
+  std::unique_ptr<nn::Cell> net = models::find_net("mlp").make(3);
+  net->set_inputs({{-1, "batch"}, {784, ""}});
+  context::set({{"mode", "GRAPH_MODE"},
+                {"enable_compile_cache", true},
+                {"compile_cache_path", (dir_ / "cache").string()}});
+  for (int64_t batch : {2, 5}) {
+    const Tensor x = Tensor::randn({batch, 784}, 1);
+    const Tensor y = (*net)(x);
+    EXPECT_EQ(y.shape(), (Shape{batch, 10}));
+    EXPECT_TRUE(net->graph_report().compiled);
+    EXPECT_FALSE(net->graph_report().specialized);
+    EXPECT_NE(net->graph_report().dynamic_note.find("compiled per size: enable_compile_cache"),
+              std::string::npos)
+        << net->graph_report().dynamic_note;
+  }
+}
+
 TEST_F(DynamicShapesTest, CellCallsThatContradictTheDeclarationFailInBothModes) {
   std::unique_ptr<nn::Cell> net = models::find_net("mlp").make(3);
   net->set_inputs({{-1, "batch"}, {784, ""}});

@@ -132,9 +132,9 @@ void print_dynamic_report(const engine::ModelFile& file, bool graph_mode) {
 // process, and the report says what each compiled.
 void run_input_sets(const RunOptions& options,
                     const std::vector<std::map<std::string, Tensor>>& sets) {
-  MF_CHECK(options.iters == 1 && options.profile_dir.empty() && options.jit_cells.empty(),
-           InvalidArgument,
-           "several input sets run once each: drop --iters, --profile and --jit (or give one set)");
+  MF_CHECK(options.iters >= 1, InvalidArgument, "--iters must be at least 1, got ", options.iters);
+  MF_CHECK(options.profile_dir.empty() && options.jit_cells.empty(), InvalidArgument,
+           "several input sets: drop --profile and --jit (or give one set)");
   const auto policy = engine::current_policy();
   const bool graph_mode = policy->mode.value == context::ExecutionMode::kGraph;
   std::unique_ptr<nn::Cell> net;
@@ -149,50 +149,86 @@ void run_input_sets(const RunOptions& options,
   } else {
     spec = &models::find_net(options.target);
     net = spec->make(options.seed);
+    // The sets declare the input: an axis where they differ is dynamic (Cell.set_inputs).
+    const auto input = sets.front().find(spec->input_name);
+    MF_CHECK(input != sets.front().end(), InvalidArgument, "network '", spec->name,
+             "' has one input named '", spec->input_name, "': give it in every input set");
+    ir::SymbolicShape declared = ir::symbolic_shape(input->second.shape());
+    for (const auto& set : sets) {
+      const auto it = set.find(spec->input_name);
+      MF_CHECK(it != set.end() && it->second.shape().size() == declared.size(), InvalidArgument,
+               "network '", spec->name, "': every input set gives '", spec->input_name,
+               "' with one rank");
+      for (size_t axis = 0; axis < declared.size(); ++axis) {
+        if (declared[axis].size != it->second.shape()[axis]) declared[axis] = {-1, ""};
+      }
+    }
+    net->set_inputs(declared, input->second.dtype());
+    std::printf("declared input %s: %s\n", spec->input_name.c_str(),
+                ir::symbolic_shape_to_string(declared).c_str());
   }
   std::printf("run: %s in %s, %zu input sets\n", options.target.c_str(),
               std::string(context::to_string(policy->mode.value)).c_str(), sets.size());
   size_t compiles = 0;
   for (size_t k = 0; k < sets.size(); ++k) {
-    const auto start = std::chrono::steady_clock::now();
     std::vector<std::pair<std::string, Tensor>> outputs;
     std::string shapes;
     for (const auto& [name, t] : sets[k]) {
       shapes +=
           (shapes.empty() ? "" : ", ") + echo(name, 80) + " " + ir::shape_to_string(t.shape());
     }
-    if (file) {
-      outputs = file->run(sets[k], options.seed);
-    } else {
-      for (const auto& [name, tensor] : sets[k]) {
-        MF_CHECK(name == spec->input_name, InvalidArgument, "network '", spec->name,
-                 "' has one input named '", spec->input_name, "', not '", echo(name), "'");
+    std::vector<double> millis;
+    bool compiled = false, specialized = false;
+    double compile_ms = 0;
+    for (int i = 0; i < options.iters; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      if (file) {
+        outputs = file->run(sets[k], options.seed);
+      } else {
+        for (const auto& [name, tensor] : sets[k]) {
+          MF_CHECK(name == spec->input_name, InvalidArgument, "network '", spec->name,
+                   "' has one input named '", spec->input_name, "', not '", echo(name, 80), "'");
+        }
+        outputs = {{"output", (*net)(sets[k].at(spec->input_name))}};
       }
-      outputs = {{"output", (*net)(sets[k].at(spec->input_name))}};
+      for (auto& [name, t] : outputs) {
+        if (t.defined()) t.sync();
+      }
+      engine::sync();
+      millis.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+      if (graph_mode && i == 0) {
+        const engine::GraphRunReport& report =
+            net ? net->graph_report() : file->runner().graph_report();
+        compiled = report.compiled;
+        specialized = report.specialized;
+        compile_ms = report.compile_ms;
+      }
     }
-    for (auto& [name, t] : outputs) {
-      if (t.defined()) t.sync();
-    }
-    engine::sync();
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double ms = millis.front();
+    std::vector<double> steady(millis.begin() + (millis.size() > 1 ? 1 : 0), millis.end());
+    std::sort(steady.begin(), steady.end());
     std::string what = "op by op";
     if (graph_mode) {
-      const engine::GraphRunReport& report =
-          net ? net->graph_report() : file->runner().graph_report();
-      compiles += report.compiled ? 1 : 0;
+      compiles += compiled ? 1 : 0;
       char buffer[160];
-      if (report.compiled) {
-        std::snprintf(buffer, sizeof buffer, "compiled in %.3g ms", report.compile_ms);
-      } else if (report.specialized) {
+      if (compiled) {
+        std::snprintf(buffer, sizeof buffer, "compiled in %.3g ms", compile_ms);
+      } else if (specialized) {
         std::snprintf(buffer, sizeof buffer, "bound the symbolic compile to these sizes in %.3g ms",
-                      report.compile_ms);
+                      compile_ms);
       } else {
         std::snprintf(buffer, sizeof buffer, "reused a compiled form");
       }
       what = buffer;
     }
-    std::printf("input set %zu (%s): %s, %.3g ms\n", k, shapes.c_str(), what.c_str(), ms);
+    std::printf("input set %zu (%s): %s, first %.3g ms", k, shapes.c_str(), what.c_str(), ms);
+    if (millis.size() > 1) {
+      std::printf(", median %.3g ms over %zu iterations after the first", steady[steady.size() / 2],
+                  steady.size());
+    }
+    std::printf("\n");
     for (const auto& [name, t] : outputs) print_output(name, t);
     if (!options.output_dir.empty()) {
       std::error_code ec;

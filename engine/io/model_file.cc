@@ -21,7 +21,8 @@ struct ModelFile::Dynamic {
   std::vector<std::pair<context::Fingerprint, SymbolicCompile>> compiles;
   std::string note;
 
-  onnx::ImportedModel import_at(const std::vector<ir::Shape>& shapes) const;
+  // The model imported at `shapes`; the weights are read only by the first import.
+  onnx::ImportedModel import_at(const std::vector<ir::Shape>& shapes, bool read_weights) const;
   // The compiled form of `runner` (imported at `shapes`) bound from the symbolic compile of these
   // settings, which is made on first use; null when the model does not generalize (the runner
   // then compiles its own size).
@@ -32,9 +33,11 @@ struct ModelFile::Dynamic {
                                         const DriverOptions& options, GraphRunReport& report);
 };
 
-onnx::ImportedModel ModelFile::Dynamic::import_at(const std::vector<ir::Shape>& shapes) const {
+onnx::ImportedModel ModelFile::Dynamic::import_at(const std::vector<ir::Shape>& shapes,
+                                                  bool read_weights) const {
   onnx::ImportOptions options;
   options.external_data_dir = external_data_dir;
+  options.read_weights = read_weights;
   for (size_t i = 0; i < signature.size(); ++i) {
     if (ir::is_dynamic(signature[i].shape)) options.input_shapes[signature[i].name] = shapes[i];
   }
@@ -63,9 +66,10 @@ std::unique_ptr<CompiledNetwork> ModelFile::Dynamic::bind(
     }
     const ir::ProbePlan plan = ir::plan_probe(signature, shapes);
     compiles.emplace_back(
-        fingerprint, compile_symbolic(
-                         runner.graph().clone(), [&] { return import_at(plan.probe_shapes).graph; },
-                         plan, std::move(parameters), options));
+        fingerprint,
+        compile_symbolic(
+            runner.graph().clone(), [&] { return import_at(plan.probe_shapes, false).graph; }, plan,
+            std::move(parameters), options));
     entry = std::prev(compiles.end());
     report.compiled = true;  // the one symbolic compile (or the finding that there is none)
   }
@@ -168,7 +172,7 @@ IrRunner& ModelFile::prepare(std::vector<ir::Shape> shapes) {
     return *runner_;
   }
   MF_CHECK(dynamic_state_ != nullptr, Internal, "no model to import for another signature");
-  onnx::ImportedModel model = dynamic_state_->import_at(shapes);
+  onnx::ImportedModel model = dynamic_state_->import_at(shapes, !imported_);
   if (!imported_) {
     // Names and weights are the same in every import of the file: kept from the first.
     imported_ = true;

@@ -439,8 +439,14 @@ Value Importer::input(size_t i) {
            echo(name, 80), "'");
   // An initializer becomes a weight parameter on its first use as data; one read only for its
   // value (a Reshape's shape, Slice's starts) never appears in the graph.
-  HostTensor h = decode_tensor(*init->second, "initializer");
   const std::string ir_name = unique_name(name);
+  if (!options_.read_weights) {
+    const Value v = graph_->add_parameter(ir_name, tensor_proto_type(*init->second, "initializer"),
+                                          /*is_weight=*/true);
+    values_.emplace(name, v);
+    return v;
+  }
+  HostTensor h = decode_tensor(*init->second, "initializer");
   Value v = graph_->add_parameter(ir_name, h.type, /*is_weight=*/true);
   result_.weights.emplace(ir_name, to_tensor(h));
   values_.emplace(name, v);

@@ -63,6 +63,9 @@ struct ImportOptions {
   // this binding. A dynamic input without one is Unsupported; a shape that contradicts the
   // declaration (rank, a known dimension, a symbol two inputs disagree on) is InvalidArgument.
   std::map<std::string, ir::Shape> input_shapes;
+  // false: weight parameters get their types only, and ImportedModel::weights stays empty (a
+  // caller that already holds them imports the model again at other sizes).
+  bool read_weights = true;
 };
 
 // A parsed model, kept by a caller that imports it once per binding of its dynamic dimensions.

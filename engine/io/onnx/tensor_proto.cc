@@ -36,17 +36,13 @@ std::string quoted_name(const std::string& name) {
 }
 
 // Decodes a TensorProto into row-major little-endian bytes, checking every size against the data.
-HostTensor decode_tensor(const TensorProto& t, std::string_view what) {
+ir::TensorType tensor_proto_type(const TensorProto& t, std::string_view what) {
   const std::string name = quoted_name(t.name());
-  MF_CHECK(t.data_location() != TensorProto::EXTERNAL, Unsupported, what, " ", name,
-           " keeps its data in an external file, which the importer does not read; re-save the "
-           "model with its data inline (onnx.save_model(model, path, "
-           "save_as_external_data=False))");
   const std::optional<DType> dtype = to_dtype(t.data_type());
   MF_CHECK(dtype.has_value(), Unsupported, what, " ", name, " has element type ",
            onnx_type_name(t.data_type()), "; ", kSupportedTypes);
-  HostTensor h;
-  h.type.dtype = *dtype;
+  ir::TensorType type;
+  type.dtype = *dtype;
   MF_CHECK(t.dims_size() <= ir::kMaxRank, DataLoss, what, " ", name, " has rank ", t.dims_size(),
            "; at most ", ir::kMaxRank, " axes are supported: the file is damaged");
   int64_t n = 1;
@@ -56,8 +52,21 @@ HostTensor decode_tensor(const TensorProto& t, std::string_view what) {
     MF_CHECK(d == 0 || n <= kMaxElements / d, DataLoss, what, " ", name,
              " claims more than 2^40 elements; the file is damaged: re-export it");
     n *= d;
-    h.type.shape.push_back(d);
+    type.shape.push_back(d);
   }
+  return type;
+}
+
+HostTensor decode_tensor(const TensorProto& t, std::string_view what) {
+  const std::string name = quoted_name(t.name());
+  MF_CHECK(t.data_location() != TensorProto::EXTERNAL, Unsupported, what, " ", name,
+           " keeps its data in an external file, which the importer does not read; re-save the "
+           "model with its data inline (onnx.save_model(model, path, "
+           "save_as_external_data=False))");
+  HostTensor h;
+  h.type = tensor_proto_type(t, what);
+  const std::optional<DType> dtype = h.type.dtype;
+  const int64_t n = ir::num_elements(h.type.shape);
   const size_t elem = ir::dtype_size(*dtype);
   const auto wrong_count = [&](int64_t got, const char* field) {
     MF_FAIL(DataLoss, what, " ", name, " has shape ", ir::shape_to_string(h.type.shape), " (", n,

@@ -65,6 +65,8 @@ struct HostTensor {
 // Decodes a TensorProto into row-major little-endian bytes, checking every size against the data.
 // `what` says what the tensor is in messages ("initializer", "Constant value").
 HostTensor decode_tensor(const TensorProto& t, std::string_view what);
+// The dtype and dims alone, checked as decode_tensor checks them.
+ir::TensorType tensor_proto_type(const TensorProto& t, std::string_view what);
 
 Tensor to_tensor(const HostTensor& h);
 

@@ -1,5 +1,7 @@
 #include "ir/parser.h"
 
+#include "ir/input_signature.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -39,6 +41,8 @@ enum class Tok : uint8_t {
   kColon,
   kEquals,
   kArrow,
+  kStar,      // '*' between the factors of a symbolic size: `4 * batch`
+  kQuestion,  // '?': an unnamed dynamic dimension
 };
 
 struct Token {
@@ -158,6 +162,12 @@ class Lexer {
       case '=':
         advance();
         return Tok::kEquals;
+      case '*':
+        advance();
+        return Tok::kStar;
+      case '?':
+        advance();
+        return Tok::kQuestion;
       case '#':
         while (pos_ < text_.size() && text_[pos_] != '\n') advance();
         return Tok::kComment;
@@ -268,8 +278,9 @@ class Lexer {
 // One `subgraph @name(...) { ... }` block at a time, building straight into the Graph.
 class Parser {
  public:
-  Parser(std::vector<Token> tokens, std::string_view file)
-      : tokens_(std::move(tokens)), file_(file) {}
+  using SymbolValues = ir::SymbolValues;
+  Parser(std::vector<Token> tokens, std::string_view file, const ParseBinding& binding)
+      : tokens_(std::move(tokens)), file_(file), binding_(binding) {}
 
   std::unique_ptr<Graph> parse_module() {
     std::unique_ptr<Graph> root;
@@ -353,6 +364,16 @@ class Parser {
     skip_comments();
     return tokens_[pos_];
   }
+  // The token `ahead` places after peek(), comments skipped.
+  const Token& peek(size_t ahead) {
+    skip_comments();
+    size_t i = pos_;
+    while (ahead > 0 && tokens_[i].kind != Tok::kEnd) {
+      ++i;
+      if (tokens_[i].kind != Tok::kComment) --ahead;
+    }
+    return tokens_[i];
+  }
   const Token& next() {
     skip_comments();
     const Token& t = tokens_[pos_];
@@ -387,7 +408,81 @@ class Parser {
     TensorType type;
     bool is_ref = false;
     Token at;
+    // Symbolic dimensions: as declared, and which are '?' (inferred, not checked).
+    bool symbolic = false;
+    SymbolicShape declared;
+    std::vector<bool> unknown;
   };
+
+  // A size: an integer, or a product of integers and symbols (`4 * batch`) evaluated with the
+  // symbols bound so far, or '?'. `unbound` names a symbol nothing bound yet.
+  struct ParsedSize {
+    int64_t value = 0;
+    bool question = false;
+    bool expression = false;  // more than one integer or symbol
+    std::string symbol;       // the one symbol of a plain symbolic size
+    std::string unbound;
+    Token at;
+  };
+
+  ParsedSize parse_size(bool allow_negative) {
+    ParsedSize out;
+    out.at = peek();
+    if (accept(Tok::kQuestion)) {
+      out.question = true;
+      return out;
+    }
+    int64_t value = 1;
+    size_t factors = 0;
+    std::vector<std::string> symbols;
+    do {
+      const Token& t = peek();
+      ++factors;
+      if (t.kind == Tok::kInt) {
+        const int64_t v = parse_int_token(next());
+        if (v < 0 && !(allow_negative && factors == 1 && peek().kind != Tok::kStar)) {
+          fail_at(t, "expected a dimension >= 0, found " + describe(t));
+        }
+        const std::optional<int64_t> product = checked_mul(value, v);
+        if (!product) fail_at(t, "expected a size that fits 64 bits");
+        value = *product;
+      } else if (t.kind == Tok::kIdent) {
+        symbols.emplace_back(next().text);
+      } else {
+        fail_at(t, "expected a size, a symbol or '?', found " + describe(t));
+      }
+    } while (accept(Tok::kStar));
+    out.expression = factors > 1;
+    if (symbols.size() == 1 && factors == 1) out.symbol = symbols[0];
+    for (const std::string& symbol : symbols) {
+      const auto it = symbols_.find(symbol);
+      if (it == symbols_.end()) {
+        out.unbound = symbol;
+        return out;
+      }
+      const std::optional<int64_t> product = checked_mul(value, it->second);
+      if (!product || *product > kMaxTensorElements) {
+        fail_at(out.at, "expected a size of at most 2^40, found " + symbol + " = " +
+                            std::to_string(it->second) + " in a larger product");
+      }
+      value = *product;
+    }
+    out.value = value;
+    return out;
+  }
+
+  // A size that must have a value here (an attribute, a constant, a node's type).
+  int64_t bound_size(const ParsedSize& size, std::string_view where) {
+    if (size.question) {
+      fail_at(size.at, detail::str_cat("'?' in ", where,
+                                       " cannot be bound: name the input's dimension instead"));
+    }
+    if (!size.unbound.empty()) {
+      fail_at(size.at, detail::str_cat("symbol '", echo(size.unbound, 64), "' in ", where,
+                                       " is not a dimension of an input of the entry graph"));
+    }
+    return size.value;
+  }
 
   DType parse_dtype_token() {
     const Token& t = peek();
@@ -456,16 +551,26 @@ class Parser {
     int64_t elements = 1;
     if (!accept(Tok::kRParen)) {
       do {
-        const Token& d = expect(Tok::kInt, "a dimension");
-        const int64_t dim = parse_int_token(d);
-        if (dim < 0) fail_at(d, "expected a dimension >= 0, found " + describe(d));
+        const ParsedSize size = parse_size(false);
+        const Token& d = size.at;
+        if (static_cast<int64_t>(out.type.shape.size()) >= kMaxRank) {
+          fail_at(d, detail::str_cat("expected a shape of at most ", kMaxRank, " axes"));
+        }
+        const bool symbolic = size.question || size.expression || !size.symbol.empty();
+        out.symbolic |= symbolic;
+        out.unknown.push_back(size.question || !size.unbound.empty());
+        if (size.question) {
+          out.declared.push_back({-1, ""});
+        } else if (!size.symbol.empty()) {
+          out.declared.push_back({-1, size.symbol});
+        } else {
+          out.declared.push_back({size.expression ? -1 : size.value, ""});
+        }
+        const int64_t dim = out.unknown.back() ? 0 : size.value;
         if (dim > 0 && elements > kMaxTensorElements / dim) {
           fail_at(d,
                   "expected a shape of at most 2^40 elements (the largest tensor supported), "
                   "found a larger one");
-        }
-        if (static_cast<int64_t>(out.type.shape.size()) >= kMaxRank) {
-          fail_at(d, detail::str_cat("expected a shape of at most ", kMaxRank, " axes"));
         }
         elements *= dim == 0 ? 1 : dim;
         out.type.shape.push_back(dim);
@@ -539,7 +644,8 @@ class Parser {
     const Token& t = peek();
     switch (t.kind) {
       case Tok::kInt:
-        return parse_int_token(next());
+        if (peek(1).kind != Tok::kStar) return parse_int_token(next());
+        return bound_size(parse_size(false), "an attribute");
       case Tok::kFloat:
         return parse_float_text<double>(next());
       case Tok::kString:
@@ -550,7 +656,9 @@ class Parser {
           next();
           return *d;
         }
-        break;
+        return bound_size(parse_size(false), "an attribute");
+      case Tok::kQuestion:
+        return bound_size(parse_size(false), "an attribute");
       case Tok::kLBracket: {
         next();
         std::vector<int64_t> ints;
@@ -559,8 +667,8 @@ class Parser {
         if (!accept(Tok::kRBracket)) {
           do {
             const Token& e = peek();
-            if (e.kind == Tok::kInt) {
-              const int64_t v = parse_int_token(next());
+            if (e.kind == Tok::kInt || e.kind == Tok::kIdent || e.kind == Tok::kQuestion) {
+              const int64_t v = bound_size(parse_size(true), "an attribute");
               ints.push_back(v);
               floats.push_back(static_cast<double>(v));
             } else if (e.kind == Tok::kFloat) {
@@ -650,9 +758,75 @@ class Parser {
       ParsedType type = parse_type(true);
       if (graph.find_parameter(name) != nullptr)
         fail_at(ref, "parameter '" + name + "' is defined twice");
+      if (type.symbolic) bind_parameter(graph, ref, name, type);
+      if (graph.parent() == nullptr && !type.is_ref && binding_.signature != nullptr) {
+        binding_.signature->push_back(
+            {name, type.type.dtype,
+             type.symbolic ? type.declared : symbolic_shape(type.type.shape)});
+      }
       define(ref, graph.add_parameter(name, type.type, type.is_ref));
     } while (accept(Tok::kComma));
     expect(Tok::kRParen, "',' or ')'");
+  }
+
+  // A parameter with symbolic dimensions. In the entry graph it declares an input: its shape is
+  // the one given for it (checked against the declaration, binding its symbols) or, when none is,
+  // its symbols bound to 1. Elsewhere its sizes are evaluated with what the entry bound.
+  void bind_parameter(const Graph& graph, const Token& at, const std::string& name,
+                      ParsedType& type) {
+    if (graph.parent() != nullptr) {
+      for (size_t axis = 0; axis < type.declared.size(); ++axis) {
+        if (type.unknown[axis]) {
+          fail_at(type.at, "a subgraph parameter's dimension " + std::to_string(axis) +
+                               " is not bound by an input of the entry graph");
+        }
+      }
+      return;
+    }
+    for (size_t axis = 0; axis < type.declared.size(); ++axis) {
+      if (type.declared[axis].size < 0 && type.declared[axis].symbol.empty() &&
+          !type.unknown[axis]) {
+        fail_at(type.at, "an input's dimension is a size, a symbol or '?', not a product");
+      }
+    }
+    const InputSignature declared{name, type.type.dtype, type.declared};
+    Shape shape;
+    if (auto given = binding_.input_shapes.find(name); given != binding_.input_shapes.end()) {
+      try {
+        bind_input(declared, type.type.dtype, given->second, symbols_);
+      } catch (const Error& e) {
+        fail_at(at, e.message());
+      }
+      shape = given->second;
+    } else {
+      for (const SymbolicDim& dim : declared.shape) {
+        if (!dim.known() && !dim.symbol.empty()) symbols_.emplace(dim.symbol, 1);
+      }
+      shape = concrete_shape(declared, symbols_, 1);
+    }
+    type.type.shape = shape;
+  }
+
+  // A declared type against the one the graph has: '?' dimensions match any size.
+  static bool matches(const ParsedType& declared, const TensorType& actual) {
+    if (!declared.symbolic) return declared.type == actual;
+    if (declared.type.dtype != actual.dtype || declared.type.shape.size() != actual.shape.size()) {
+      return false;
+    }
+    for (size_t axis = 0; axis < actual.shape.size(); ++axis) {
+      if (!declared.unknown[axis] && declared.type.shape[axis] != actual.shape[axis]) return false;
+    }
+    return true;
+  }
+  // A declared type taken as it is (a constant's, a control-flow node's outputs): every size known.
+  TensorType known_type(const ParsedType& declared, std::string_view where) {
+    for (size_t axis = 0; axis < declared.unknown.size(); ++axis) {
+      if (declared.unknown[axis]) {
+        fail_at(declared.at, detail::str_cat("dimension ", axis, " of ", where,
+                                             " is '?' or a symbol no input binds: give its size"));
+      }
+    }
+    return declared.type;
   }
 
   std::vector<uint8_t> parse_constant_values(const TensorType& type) {
@@ -739,8 +913,9 @@ class Parser {
     const Token& op_token = expect(Tok::kIdent, "an op name or 'Constant'");
     if (op_token.text == "Constant") {
       ParsedType type = parse_type(false);
-      std::vector<uint8_t> bytes = parse_constant_values(type.type);
-      define(def, graph.add_constant(type.type, std::move(bytes)));
+      const TensorType constant_type = known_type(type, "a constant's type");
+      std::vector<uint8_t> bytes = parse_constant_values(constant_type);
+      define(def, graph.add_constant(constant_type, std::move(bytes)));
       return;
     }
     const std::string op(op_token.text);
@@ -778,7 +953,7 @@ class Parser {
     std::vector<TensorType> input_types;
     for (size_t i = 0; i < inputs.size(); ++i) {
       input_types.push_back(inputs[i].type());
-      if (declared_in[i].type != input_types.back()) {
+      if (!matches(declared_in[i], input_types.back())) {
         fail_at(declared_in[i].at,
                 detail::str_cat("declared type ", type_to_string(declared_in[i].type), " of input ",
                                 i, " does not match the type ", type_to_string(input_types.back()),
@@ -789,7 +964,7 @@ class Parser {
     if (op_def->has(Trait::kControlFlow)) {
       // Output types come from subgraphs that may be defined further down: take the declared
       // ones; ir::verify checks them against the subgraphs.
-      for (const ParsedType& t : declared_out) outputs.push_back(t.type);
+      for (const ParsedType& t : declared_out) outputs.push_back(known_type(t, "an output type"));
       Node* node = graph.create_node(nullptr, op, std::move(inputs), std::move(attrs),
                                      std::move(outputs), std::move(info));
       define(def, Value(node, 0));
@@ -808,7 +983,7 @@ class Parser {
                               declared_out.size(), " are declared"));
     }
     for (size_t k = 0; k < outputs.size(); ++k) {
-      if (outputs[k] != declared_out[k].type) {
+      if (!matches(declared_out[k], outputs[k])) {
         fail_at(declared_out[k].at,
                 detail::str_cat("declared output type ", type_to_string(declared_out[k].type),
                                 " of op '", op, "' does not match the inferred ",
@@ -857,6 +1032,8 @@ class Parser {
 
   std::vector<Token> tokens_;
   std::string_view file_;
+  const ParseBinding& binding_;
+  SymbolValues symbols_;  // bound by the entry graph's parameters, in order
   size_t pos_ = 0;
   std::unordered_map<std::string, Value> values_;
 };
@@ -864,8 +1041,13 @@ class Parser {
 }  // namespace
 
 std::unique_ptr<Graph> parse_graph(std::string_view text, std::string_view filename) {
+  return parse_graph(text, filename, ParseBinding{});
+}
+
+std::unique_ptr<Graph> parse_graph(std::string_view text, std::string_view filename,
+                                   const ParseBinding& binding) {
   std::vector<Token> tokens = Lexer(text, filename).run();
-  return Parser(std::move(tokens), filename).parse_module();
+  return Parser(std::move(tokens), filename, binding).parse_module();
 }
 
 std::unique_ptr<Graph> parse_graph_file(const std::string& path) {

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "base/error.h"
+#include "base/file_reader.h"
 #include "engine/io/onnx/importer.h"
 #include "ir/parser.h"
 #include "ir/symbolic_graph.h"
@@ -13,8 +15,10 @@ namespace mf::engine {
 
 // The parsed model, imported once per signature, and its symbolic compiles.
 struct ModelFile::Dynamic {
-  std::shared_ptr<const onnx::ParsedModel> onnx;
-  std::filesystem::path external_data_dir;
+  // The model read (imported or parsed) at a binding of its inputs' shapes; the weights are read
+  // only when asked (by the first import).
+  std::function<onnx::ImportedModel(const std::vector<ir::Shape>& shapes, bool read_weights)>
+      source;
   std::vector<ir::InputSignature> signature;
   std::vector<std::string> input_parameters;  // the IR parameter of each input
   // One symbolic compile per compile fingerprint.
@@ -35,19 +39,56 @@ struct ModelFile::Dynamic {
 
 onnx::ImportedModel ModelFile::Dynamic::import_at(const std::vector<ir::Shape>& shapes,
                                                   bool read_weights) const {
+  return source(shapes, read_weights);
+}
+
+namespace {
+
+// An ONNX model imported at `shapes` (one per graph input); outputs keep the model's names.
+onnx::ImportedModel import_onnx_at(const onnx::ParsedModel& model,
+                                   const std::filesystem::path& external_data_dir,
+                                   const std::vector<ir::InputSignature>& signature,
+                                   const std::vector<ir::Shape>& shapes, bool read_weights) {
   onnx::ImportOptions options;
   options.external_data_dir = external_data_dir;
   options.read_weights = read_weights;
   for (size_t i = 0; i < signature.size(); ++i) {
     if (ir::is_dynamic(signature[i].shape)) options.input_shapes[signature[i].name] = shapes[i];
   }
-  onnx::ImportedModel model = onnx::import_parsed_onnx_model(*onnx, options);
+  onnx::ImportedModel imported = onnx::import_parsed_onnx_model(model, options);
   // Outputs are reported under the model's own names (output.npy for an output named "output").
-  for (size_t i = 0; i < model.onnx_outputs.size() && i < model.graph->outputs().size(); ++i) {
-    model.graph->set_output_name(i, onnx::sanitize_name(model.onnx_outputs[i]));
+  for (size_t i = 0; i < imported.onnx_outputs.size() && i < imported.graph->outputs().size();
+       ++i) {
+    imported.graph->set_output_name(i, onnx::sanitize_name(imported.onnx_outputs[i]));
+  }
+  return imported;
+}
+
+// An .ir file's text parsed at `shapes` (one per input of the entry graph), as a model: its
+// inputs are the entry graph's parameters that are not weights.
+onnx::ImportedModel parse_ir_at(const std::string& text, const std::string& filename,
+                                const std::vector<ir::InputSignature>& signature,
+                                const std::vector<ir::Shape>& shapes) {
+  ir::ParseBinding binding;
+  for (size_t i = 0; i < signature.size() && i < shapes.size(); ++i) {
+    binding.input_shapes[signature[i].name] = shapes[i];
+  }
+  onnx::ImportedModel model;
+  model.graph = ir::parse_graph(text, filename, binding);
+  ir::verify(*model.graph);
+  for (size_t i = 0; i < model.graph->num_parameters(); ++i) {
+    const ir::Parameter& p = *model.graph->parameter(i);
+    if (p.is_weight()) continue;
+    model.inputs.push_back(p.name());
+    model.onnx_inputs.push_back(p.name());
+  }
+  for (size_t i = 0; i < model.graph->outputs().size(); ++i) {
+    model.onnx_outputs.push_back(model.graph->output_name(i));
   }
   return model;
 }
+
+}  // namespace
 
 std::unique_ptr<CompiledNetwork> ModelFile::Dynamic::bind(
     const IrRunner& runner, const std::vector<ir::Shape>& shapes, const context::Policy& policy,
@@ -106,27 +147,36 @@ ModelFile ModelFile::load(const std::filesystem::path& path) {
            "' is neither an .ir nor an .onnx file: name the file with its format's extension");
   ModelFile file;
   file.format_ = *format;
-  if (*format == ModelFormat::kIr) {
-    file.prepared_.push_back({{}, std::make_unique<IrRunner>(IrRunner::from_file(path.string()))});
-    file.runner_ = file.prepared_.front().runner.get();
-    const ir::Graph& graph = file.runner_->graph();
-    for (size_t i = 0; i < graph.num_parameters(); ++i) {
-      const ir::Parameter& p = *graph.parameter(i);
-      if (p.is_weight()) continue;
-      file.input_names_.push_back(p.name());
-      file.signature_.push_back({p.name(), p.type().dtype, ir::symbolic_shape(p.type().shape)});
-    }
-    file.input_parameters_ = file.input_names_;
-    for (size_t i = 0; i < graph.outputs().size(); ++i) {
-      file.output_names_.push_back(graph.output_name(i));
-    }
-    return file;
-  }
-  onnx::ImportOptions options;
   auto state = std::make_shared<Dynamic>();
-  state->onnx = onnx::parse_onnx_file(path, options);
-  state->external_data_dir = options.external_data_dir;
-  state->signature = onnx::onnx_input_signature(*state->onnx, &state->input_parameters);
+  if (*format == ModelFormat::kIr) {
+    // Parsed once to read the inputs' declarations; a file with symbolic dimensions is parsed
+    // again at each signature.
+    const std::string text = read_regular_file(path, kMaxTextFileBytes, "IR file");
+    ir::ParseBinding binding;
+    binding.signature = &state->signature;
+    try {
+      ir::parse_graph(text, path.string(), binding);
+    } catch (const Error&) {
+      // Sizes of 1 may be ones the graph does not allow: a file with dynamic inputs is parsed at
+      // each call's sizes (and its errors reported then); any other error is the file's.
+      if (!ir::is_dynamic(state->signature)) throw;
+    }
+    state->source = [text, filename = path.string(), signature = state->signature](
+                        const std::vector<ir::Shape>& shapes, bool) {
+      return parse_ir_at(text, filename, signature, shapes);
+    };
+    for (const ir::InputSignature& input : state->signature) {
+      state->input_parameters.push_back(input.name);
+    }
+  } else {
+    onnx::ImportOptions options;
+    std::shared_ptr<const onnx::ParsedModel> parsed = onnx::parse_onnx_file(path, options);
+    state->signature = onnx::onnx_input_signature(*parsed, &state->input_parameters);
+    state->source = [parsed, dir = options.external_data_dir, signature = state->signature](
+                        const std::vector<ir::Shape>& shapes, bool read_weights) {
+      return import_onnx_at(*parsed, dir, signature, shapes, read_weights);
+    };
+  }
   file.signature_ = state->signature;
   for (const ir::InputSignature& input : file.signature_) file.input_names_.push_back(input.name);
   file.input_parameters_ = state->input_parameters;

@@ -11,12 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "base/file_reader.h"
 #include "context/context.h"
 #include "engine/io/model_file.h"
 #include "engine/io/onnx/importer.h"
 #include "engine/io/onnx/writer.h"
 #include "engine/models/registry.h"
 #include "engine/ops.h"
+#include "ir/parser.h"
 #include "tests/engine/engine_fixture.h"
 
 namespace mf {
@@ -373,6 +375,80 @@ TEST_F(DynamicShapesTest, ASizeTheNetworkDoesNotAllowIsTheOpsError) {
     EXPECT_NE(std::string(e.what()).find("reshape"), std::string::npos) << e.what();
   }
   EXPECT_EQ(file.run({{"x", Tensor::randn({9}, 1)}}, 0)[0].second.shape(), (Shape{3, 3}));
+}
+
+// The symbolic dump parses back: at any binding of its inputs, and as a model that runs every size
+// with one compile, equal to the ONNX model it was dumped from.
+TEST_F(DynamicShapesTest, TheSymbolicDumpParsesBackAndRunsEverySize) {
+  const fs::path dumps = dir_ / "ir";
+  context::set({{"mode", "GRAPH_MODE"},
+                {"jit_config", {{"jit_level", "O1"}}},
+                {"save_graphs", 1},
+                {"save_graphs_path", dumps.string()}});
+  engine::ModelFile onnx_file =
+      engine::ModelFile::load(save(write_model({1, 1, 16}, {"batch", "seq"}), "dynamic.onnx"));
+  run(onnx_file, Tensor::randn({2, 3, 16}, 1), Tensor::randn({2, 3}, 2));
+  fs::path symbolic;
+  for (const auto& entry : fs::directory_iterator(dumps)) {
+    if (entry.path().filename().string().ends_with("_symbolic.ir")) symbolic = entry.path();
+  }
+  ASSERT_FALSE(symbolic.empty());
+  context::set({{"save_graphs", 0}});
+
+  std::vector<ir::InputSignature> signature;
+  ir::ParseBinding binding{{{"x", {4, 6, 16}}, {"mask", {4, 6}}}, &signature};
+  const std::string text = read_regular_file(symbolic, kMaxTextFileBytes, "IR file");
+  const auto graph = ir::parse_graph(text, "symbolic.ir", binding);
+  EXPECT_EQ(ir::signature_to_string(signature),
+            "x: Float32 (batch, seq, 16), mask: Float32 (batch, seq)");
+  EXPECT_EQ(graph->outputs()[0].type().shape, (Shape{4, 48}));
+
+  engine::ModelFile ir_file = engine::ModelFile::load(symbolic);
+  ASSERT_TRUE(ir_file.dynamic());
+  int compiles = 0;
+  for (const auto& [batch, seq] : std::vector<std::pair<int64_t, int64_t>>{{1, 4}, {5, 2}}) {
+    const Tensor x = Tensor::randn({batch, seq, 16}, 7), mask = Tensor::randn({batch, seq}, 8);
+    // The dump's weights are parameters: feed the ONNX model's.
+    std::map<std::string, Tensor> feeds = {{"x", x}, {"mask", mask}};
+    for (const auto& [name, tensor] : onnx_file.feeds({})) feeds[name] = tensor;
+    const auto got = ir_file.run(feeds, 0);
+    compiles += ir_file.runner().graph_report().compiled ? 1 : 0;
+    EXPECT_LT(
+        relative_difference(got[0].second, onnx_file.run({{"x", x}, {"mask", mask}}, 0)[0].second),
+        1e-6);
+  }
+  EXPECT_EQ(compiles, 1);
+}
+
+TEST_F(DynamicShapesTest, SymbolicSizesInTextThatCannotBeBoundAreClearErrors) {
+  const auto parse_error = [](const std::string& text, ir::ParseBinding binding = {}) {
+    try {
+      ir::parse_graph(text, "bad.ir", binding);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalidArgument) << e.what();
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string head = "subgraph @f(%para1_x: <Tensor[Float32], (batch, 4)>) {\n";
+  EXPECT_NE(
+      parse_error(head + "  %0 = reshape(%para1_x) {shape: [?, 2]} : (<Tensor[Float32], (batch, "
+                         "4)>) -> (<Tensor[Float32], (batch, 2)>)\n  Return(%0)\n}\n")
+          .find("'?' in an attribute cannot be bound"),
+      std::string::npos);
+  EXPECT_NE(
+      parse_error(head + "  %0 = reshape(%para1_x) {shape: [seq, 2]} : (<Tensor[Float32], (batch, "
+                         "4)>) -> (<Tensor[Float32], (seq, 2)>)\n  Return(%0)\n}\n")
+          .find("symbol 'seq' in an attribute is not a dimension of an input"),
+      std::string::npos);
+  const std::string ok = head +
+                         "  %0 = reshape(%para1_x) {shape: [2 * batch, 2]} : (<Tensor[Float32], "
+                         "(batch, 4)>) -> (<Tensor[Float32], (2 * batch, 2)>)\n  Return(%0)\n}\n";
+  EXPECT_NE(parse_error(ok, {{{"x", {3, 5}}}, nullptr})
+                .find("dimension 1 is 5 but is declared 4 in (batch, 4)"),
+            std::string::npos);
+  const auto graph = ir::parse_graph(ok, "ok.ir", {{{"x", {3, 4}}}, nullptr});
+  EXPECT_EQ(graph->outputs()[0].type().shape, (Shape{6, 2}));
 }
 
 }  // namespace

@@ -218,6 +218,18 @@ SymbolicCompile compile_symbolic(std::unique_ptr<ir::Graph> first,
                                  const DriverOptions& options) {
   const auto start = Clock::now();
   SymbolicCompile result;
+  // The probe is traced (or imported) with tensors of its sizes: with many dynamic dimensions
+  // their product would be more memory than the network's own calls need.
+  for (const ir::Shape& shape : plan.probe_shapes) {
+    const std::optional<int64_t> elements = ir::try_num_elements(shape);
+    if (!elements || *elements > kMaxProbeElements) {
+      result.why_not = "the probe sizes " + ir::shape_to_string(shape) +
+                       " would hold more than 2^26 elements (too many dynamic dimensions to probe)";
+      result.dump_files = passes::compile(std::move(first), options.compile).dump_files;
+      result.compile_ms = millis_since(start);
+      return result;
+    }
+  }
   passes::CompileOptions quiet = options.compile;  // the dumps are the first binding's
   quiet.dump.level = 0;
   passes::CompiledGraph first_compiled = passes::compile(std::move(first), options.compile);

@@ -104,6 +104,9 @@ struct SymbolicCompile {
   double compile_ms = 0;
 };
 
+// The most elements a probe input may hold (64 Mi): beyond it each size compiles on its own.
+inline constexpr int64_t kMaxProbeElements = int64_t{1} << 26;
+
 // Runs the passes on `first` (the graph at plan.first) and `probe` (at plan.probe, without dumps)
 // and generalizes them; save_graphs also writes DIR/<prefix>_symbolic.ir. `input_parameters[i]`
 // is the parameter of plan.inputs[i]. Errors compiling the probe become why_not.

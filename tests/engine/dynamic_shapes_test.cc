@@ -289,6 +289,31 @@ TEST_F(DynamicShapesTest, CellSetInputsCompilesOnceForEverySize) {
   }
 }
 
+// A jit cell in PYNATIVE mode compiles once for every size too; a declaration with so many dynamic
+// dimensions that the probe would be huge compiles per size, and says why.
+TEST_F(DynamicShapesTest, JitCellsCompileOnceAndHugeProbesCompilePerSize) {
+  std::unique_ptr<nn::Cell> net = models::find_net("mlp").make(3);
+  net->set_inputs({{-1, "batch"}, {784, ""}});
+  net->set_jit(true);
+  int compiles = 0;
+  for (int64_t batch : {1, 7, 64}) {
+    const Tensor y = (*net)(Tensor::randn({batch, 784}, 2));
+    EXPECT_EQ(y.shape(), (Shape{batch, 10}));
+    compiles += net->graph_report().compiled ? 1 : 0;
+    EXPECT_TRUE(net->graph_report().jit_region);
+  }
+  EXPECT_EQ(compiles, 1);
+
+  std::unique_ptr<nn::Cell> wide = models::find_net("elementwise").make(3);
+  wide->set_inputs({{-1, ""}, {-1, ""}, {-1, ""}, {-1, ""}, {-1, ""}});
+  context::set({{"mode", "GRAPH_MODE"}});
+  const Tensor x = Tensor::randn({1, 2, 3, 2, 1}, 2);
+  EXPECT_EQ((*wide)(x).shape(), x.shape());
+  EXPECT_NE(wide->graph_report().dynamic_note.find("would hold more than 2^26 elements"),
+            std::string::npos)
+      << wide->graph_report().dynamic_note;
+}
+
 // Settings that key a compile by its concrete graph (the compile cache, infer_boost) compile each
 // size, and the report says which setting made it so.
 TEST_F(DynamicShapesTest, TheCompileCacheCompilesEachSizeAndSaysSo) {

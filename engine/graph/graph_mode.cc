@@ -132,6 +132,7 @@ CompiledCell* bind_dynamic(nn::Cell& cell, const Tensor& x, CompiledForms& forms
   forms.entries.push_back(std::move(form));
   if (forms.entries.size() > CompiledForms::kDynamicForms)
     forms.entries.erase(forms.entries.begin());
+  report.prepared_shapes = forms.entries.size();
   return forms.entries.back().get();
 }
 

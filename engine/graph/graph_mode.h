@@ -34,6 +34,7 @@ struct GraphRunReport {
   // the symbolic compile says ("one compile serves every size" or why each size compiles).
   bool specialized = false;
   std::string dynamic_note;
+  size_t prepared_shapes = 0;    // concrete signatures the cell holds compiled (dynamic input)
   std::string recompile_reason;  // why a held form did not apply (empty on the first compile)
   double trace_ms = 0, compile_ms = 0, run_ms = 0;
   size_t planned_peak_bytes = 0;

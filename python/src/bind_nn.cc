@@ -129,6 +129,7 @@ py::dict report_dict(const engine::GraphRunReport& r) {
   d["compiled"] = r.compiled;
   d["specialized"] = r.specialized;
   d["dynamic_note"] = r.dynamic_note;
+  d["prepared_shapes"] = r.prepared_shapes;
   d["recompile_reason"] = r.recompile_reason;
   d["trace_ms"] = r.trace_ms;
   d["compile_ms"] = r.compile_ms;
@@ -459,8 +460,9 @@ void bind_onnx(py::module_ m) {
       .def_property_readonly("producer", &OnnxModel::producer)
       .def("compile_report",
            [](const OnnxModel& o) { return report_dict(o.runner().graph_report()); })
-      .def_property_readonly("input_signature",
-                             [](const OnnxModel& o) { return ir::signature_to_string(o.signature()); })
+      .def_property_readonly(
+          "input_signature",
+          [](const OnnxModel& o) { return ir::signature_to_string(o.signature()); })
       .def_property_readonly("prepared_shapes", &OnnxModel::prepared_shapes);
   m.def(
       "load",

@@ -278,6 +278,7 @@ TEST_F(DynamicShapesTest, CellSetInputsCompilesOnceForEverySize) {
         compiles += report.compiled ? 1 : 0;
         EXPECT_TRUE(report.specialized) << report.dynamic_note;
         EXPECT_EQ(report.dynamic_note, "one compile serves every size");
+        EXPECT_EQ(report.prepared_shapes, size_t(&shape - c.sizes.data()) + 1);
         std::unique_ptr<nn::Cell> alone = spec.make(3);
         const Tensor fixed = (*alone)(x);
         EXPECT_LT(relative_difference(compiled, eager), 1e-5);

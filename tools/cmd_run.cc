@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 
@@ -118,6 +119,30 @@ void print_output(const std::string& name, const Tensor& t) {
               std::string(ir::dtype_name(t.dtype())).c_str(), s.sum, s.mean, s.min, s.max);
 }
 
+// Runs one iteration and waits for its outputs; returns its milliseconds.
+double run_iteration(const std::function<std::vector<std::pair<std::string, Tensor>>()>& step,
+                     std::vector<std::pair<std::string, Tensor>>& outputs) {
+  const auto start = std::chrono::steady_clock::now();
+  outputs = step();
+  for (auto& [name, t] : outputs) {
+    if (t.defined()) t.sync();
+  }
+  engine::sync();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// The first iteration (compile, fresh pages) apart; the median over the ones after it.
+struct Timing {
+  double first = 0, median = 0;
+  size_t steady_count = 0;
+};
+Timing timing(const std::vector<double>& millis) {
+  std::vector<double> steady(millis.begin() + (millis.size() > 1 ? 1 : 0), millis.end());
+  std::sort(steady.begin(), steady.end());
+  return {millis.front(), steady[steady.size() / 2], steady.size()};
+}
+
 // A model with dynamic dimensions: how its sizes were prepared.
 void print_dynamic_report(const engine::ModelFile& file, bool graph_mode) {
   std::printf("prepared input signatures: %zu held (at most %zu kept)\n", file.prepared_shapes(),
@@ -180,24 +205,16 @@ void run_input_sets(const RunOptions& options,
     std::vector<double> millis;
     bool compiled = false, specialized = false;
     double compile_ms = 0;
+    for (const auto& [name, tensor] : sets[k]) {
+      MF_CHECK(file || name == spec->input_name, InvalidArgument, "network '", spec->name,
+               "' has one input named '", spec->input_name, "', not '", echo(name, 80), "'");
+    }
+    const auto step = [&]() -> std::vector<std::pair<std::string, Tensor>> {
+      if (file) return file->run(sets[k], options.seed);
+      return {{"output", (*net)(sets[k].at(spec->input_name))}};
+    };
     for (int i = 0; i < options.iters; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      if (file) {
-        outputs = file->run(sets[k], options.seed);
-      } else {
-        for (const auto& [name, tensor] : sets[k]) {
-          MF_CHECK(name == spec->input_name, InvalidArgument, "network '", spec->name,
-                   "' has one input named '", spec->input_name, "', not '", echo(name, 80), "'");
-        }
-        outputs = {{"output", (*net)(sets[k].at(spec->input_name))}};
-      }
-      for (auto& [name, t] : outputs) {
-        if (t.defined()) t.sync();
-      }
-      engine::sync();
-      millis.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-              .count());
+      millis.push_back(run_iteration(step, outputs));
       if (graph_mode && i == 0) {
         const engine::GraphRunReport& report =
             net ? net->graph_report() : file->runner().graph_report();
@@ -206,9 +223,7 @@ void run_input_sets(const RunOptions& options,
         compile_ms = report.compile_ms;
       }
     }
-    const double ms = millis.front();
-    std::vector<double> steady(millis.begin() + (millis.size() > 1 ? 1 : 0), millis.end());
-    std::sort(steady.begin(), steady.end());
+    const Timing time = timing(millis);
     std::string what = "op by op";
     if (graph_mode) {
       compiles += compiled ? 1 : 0;
@@ -223,10 +238,11 @@ void run_input_sets(const RunOptions& options,
       }
       what = buffer;
     }
-    std::printf("input set %zu (%s): %s, first %.3g ms", k, shapes.c_str(), what.c_str(), ms);
+    std::printf("input set %zu (%s): %s, first %.3g ms", k, shapes.c_str(), what.c_str(),
+                time.first);
     if (millis.size() > 1) {
-      std::printf(", median %.3g ms over %zu iterations after the first", steady[steady.size() / 2],
-                  steady.size());
+      std::printf(", median %.3g ms over %zu iterations after the first", time.median,
+                  time.steady_count);
     }
     std::printf("\n");
     for (const auto& [name, t] : outputs) print_output(name, t);
@@ -306,20 +322,12 @@ void run(const RunOptions& options) {
     runtime::Profiler::start(options.profile_events);
   }
   for (int i = 0; i < options.iters; ++i) {
-    const auto start = std::chrono::steady_clock::now();
     {
       const runtime::SpanTimer iteration(runtime::ProfileEventKind::kIteration,
                                          "iteration " + std::to_string(i),
                                          graph_mode ? "GRAPH" : "PYNATIVE");
-      outputs = step();
-      for (auto& [name, t] : outputs) {
-        if (t.defined()) t.sync();
-      }
-      engine::sync();
+      millis.push_back(run_iteration(step, outputs));
     }
-    millis.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
     if (!graph_mode && i == 0 && file) {
       const engine::IrRunner::EagerPrepareReport& prepared = file->runner().eager_prepare_report();
       std::printf("op by op: %zu kernels prepared in %.3g ms before the first op\n",
@@ -363,11 +371,10 @@ void run(const RunOptions& options) {
   for (const auto& [name, t] : outputs) print_output(name, t);
   // The first iteration (compile in GRAPH mode, fresh pages, first-touch costs) is reported on its
   // own; the median is the steady state, over the iterations after it.
-  const double first = millis.front();
-  std::vector<double> steady(millis.begin() + (millis.size() > 1 ? 1 : 0), millis.end());
-  std::sort(steady.begin(), steady.end());
-  std::printf("time: first %.3g ms, median %.3g ms over %zu iteration%s%s", first,
-              steady[steady.size() / 2], steady.size(), steady.size() == 1 ? "" : "s",
+  const Timing time = timing(millis);
+  const double first = time.first;
+  std::printf("time: first %.3g ms, median %.3g ms over %zu iteration%s%s", first, time.median,
+              time.steady_count, time.steady_count == 1 ? "" : "s",
               millis.size() > 1 ? " after the first" : "");
   // What the first run cost beyond the steady state, apart from compiling (the first-iteration
   // measure).

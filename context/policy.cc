@@ -451,13 +451,12 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
         "oneDNN's post-ops, in oneDNN's math (within 2e-6 of the double result; the fusion report "
         "names each); deterministic=ON keeps them separate and bit-identical to op by op"};
   }
-  if (policy.infer_boost.value || policy.compile_cache.value) {
+  if (policy.infer_boost.value) {
     policy.symbolic_compile = {
-        false, std::string(policy.infer_boost.value ? "jit_config.infer_boost=on"
-                                                    : "enable_compile_cache") +
-                   " keys a compile by its concrete graph: a network with dynamic dimensions "
-                   "compiles each size (the " +
-                   std::to_string(kDynamicFormsKept) + " most recent kept)"};
+        false,
+        "jit_config.infer_boost=on compiles the weights in as constants, so a compile is "
+        "for its concrete graph: a network with dynamic dimensions compiles each size (the " +
+            std::to_string(kDynamicFormsKept) + " most recent kept)"};
   } else {
     policy.symbolic_compile = {
         true,
@@ -465,7 +464,10 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
         "probe, and binds each new size by shape inference alone (the " +
             std::to_string(kDynamicFormsKept) +
             " most recent kept); a graph whose ops depend on the sizes compiles per size, "
-            "and its report says why"};
+            "and its report says why" +
+            std::string(policy.compile_cache.value
+                            ? "; the compile cache keeps the symbolic compile for every size"
+                            : "")};
   }
   decide_memory(snapshot, policy);
 

@@ -200,12 +200,22 @@ void reinfer_all(Graph& graph) {
   }
 }
 
-// The first node whose types differ between two graphs of one structure, or "".
+}  // namespace
+
 std::string first_type_difference(const Graph& a, const Graph& b) {
+  if (a.num_nodes() != b.num_nodes() || a.subgraphs().size() != b.subgraphs().size()) {
+    return "@" + a.name() + " has " + std::to_string(a.num_nodes()) + " nodes where @" + b.name() +
+           " has " + std::to_string(b.num_nodes());
+  }
+  for (size_t i = 0; i < a.num_parameters() && i < b.num_parameters(); ++i) {
+    if (a.parameter(i)->type() != b.parameter(i)->type()) {
+      return "parameter " + a.parameter(i)->name() + " differs";
+    }
+  }
   auto ib = b.nodes().begin();
   for (const Node& na : a.nodes()) {
     const Node& nb = *ib++;
-    if (!std::ranges::equal(na.output_types(), nb.output_types())) {
+    if (na.op() != nb.op() || !std::ranges::equal(na.output_types(), nb.output_types())) {
       return describe_node(a, na) + " infers " + type_to_string(na.output_type()) + " where " +
              type_to_string(nb.output_type()) + " was compiled";
     }
@@ -217,6 +227,8 @@ std::string first_type_difference(const Graph& a, const Graph& b) {
   }
   return {};
 }
+
+namespace {
 
 // The printed first graph with each number that differs from the probe's print written as its
 // expression ("?" when none fits). The two prints have one structure: only sizes differ.
@@ -361,7 +373,15 @@ ProbePlan plan_probe(const std::vector<InputSignature>& declared,
   for (size_t i = 0; i < plan.inputs.size(); ++i) {
     bind_input(plan.inputs[i], plan.inputs[i].dtype, first_shapes[i], plan.first);
   }
-  plan.probe = probe_values(plan.inputs, plan.first);
+  // The same probe for every first binding when none collides with it (so a compile cache can key
+  // by the probe's graph); otherwise one that avoids the first sizes.
+  plan.probe = probe_values(plan.inputs, {});
+  for (const auto& [symbol, value] : plan.probe) {
+    if (plan.first.at(symbol) == value) {
+      plan.probe = probe_values(plan.inputs, plan.first);
+      break;
+    }
+  }
   for (const InputSignature& input : plan.inputs) {
     plan.probe_shapes.push_back(concrete_shape(input, plan.probe));
   }

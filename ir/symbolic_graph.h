@@ -84,6 +84,10 @@ std::variant<SymbolicGraph, std::string> generalize(std::unique_ptr<Graph> first
                                                     std::vector<InputSignature> inputs,
                                                     std::vector<size_t> input_parameters);
 
+// The first difference in structure or types between two graphs that should be one graph at one
+// binding (node by node, into subgraphs), or "".
+std::string first_type_difference(const Graph& a, const Graph& b);
+
 // A copy of the symbolic graph at `shapes` (one per input, checked against the declarations):
 // sizes substituted and every node's types re-inferred. A size the network does not allow is the
 // error its op's shape rule gives, naming the node.

@@ -27,6 +27,8 @@ struct CompiledGraph {
   std::shared_ptr<const runtime::Plan> plan;
   std::vector<PassRecord> passes;
   std::vector<std::filesystem::path> dump_files;  // in the order written
+  // A symbolic compile's text (ir/symbolic_graph.h), stored with `graph` at the probe's sizes.
+  std::string symbolic_text;
 };
 
 // Throws mf::Error; an error inside a pass carries "in pass 'name'" context.

@@ -120,7 +120,7 @@ std::string compile_cache_engine_version() {
 }
 
 CacheKey make_cache_key(const ir::Graph& traced, const ir::TensorType& input,
-                        const context::Fingerprint& fingerprint) {
+                        const context::Fingerprint& fingerprint, std::string_view symbolic_inputs) {
   CacheKey key;
   auto& parts = key.components;
   parts.reserve(fingerprint.components.size() + 9);
@@ -132,6 +132,7 @@ CacheKey make_cache_key(const ir::Graph& traced, const ir::TensorType& input,
                                          " nodes, " + std::to_string(digest.bytes) +
                                          " canonical bytes)");
   parts.emplace_back("input", ir::type_to_string(input));
+  if (!symbolic_inputs.empty()) parts.emplace_back("symbolic.inputs", std::string(symbolic_inputs));
   // The fingerprint walks the key tables, so a new compile-relevant key reaches the cache key too.
   std::string jit = "?";
   for (const auto& [name, value] : fingerprint.components) {

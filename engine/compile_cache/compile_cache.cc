@@ -116,6 +116,7 @@ std::optional<LoadedEntry> CompileCache::load(const CacheKey& key, const ir::Gra
     // wrote them, and an entry forged with a valid checksum must be a miss, never a wrong run.
     ir::verify(graph);
     loaded.compiled.plan = plan_from_payload(payload, graph);
+    loaded.compiled.symbolic_text = payload.symbolic_text();
     loaded.compiled.passes.reserve(static_cast<size_t>(payload.passes_size()));
     for (const auto& record : payload.passes()) {
       loaded.compiled.passes.push_back(
@@ -161,6 +162,7 @@ bool CompileCache::store(const CacheKey& key, const passes::CompiledGraph& compi
     ir::graph_to_proto(*compiled.graph, *payload.mutable_graph());
     unbind_locations(key.traced_locations, payload);
     plan_to_payload(*compiled.plan, payload);
+    payload.set_symbolic_text(compiled.symbolic_text);
     for (const passes::PassRecord& record : compiled.passes) {
       auto* r = payload.add_passes();
       r->set_name(record.name);
@@ -192,9 +194,10 @@ bool CompileCache::store(const CacheKey& key, const passes::CompiledGraph& compi
 }
 
 CacheLookup lookup_compiled(const context::Policy& policy, const ir::Graph& traced,
-                            const ir::TensorType& input, const context::Fingerprint& fingerprint) {
+                            const ir::TensorType& input, const context::Fingerprint& fingerprint,
+                            std::string_view symbolic_inputs) {
   CacheLookup out;
-  out.key = make_cache_key(traced, input, fingerprint);
+  out.key = make_cache_key(traced, input, fingerprint, symbolic_inputs);
   // A hit runs no pass, so it could write no pass dumps: save_graphs means "compile and show me".
   if (policy.dump_level.value > 0) {
     out.note = "save_graphs is on, so the cache is not read (a hit would write no pass dumps)";

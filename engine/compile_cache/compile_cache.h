@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -55,8 +56,11 @@ struct CacheKey {
 // component of the context fingerprint, engine.version, build.compiler, build.ndebug, build.id (the
 // engine library's size and modification time, so a rebuilt engine never trusts entries of another
 // build with the same version number).
+// A symbolic compile (one for every size of dynamic inputs) is keyed by its trace at the probe's
+// sizes, plus the component symbolic.inputs: the declared signature.
 CacheKey make_cache_key(const ir::Graph& traced, const ir::TensorType& input,
-                        const context::Fingerprint& fingerprint);
+                        const context::Fingerprint& fingerprint,
+                        std::string_view symbolic_inputs = {});
 
 // One file of the cache as `mf cache ls|verify` see it.
 struct CacheEntryInfo {
@@ -145,7 +149,8 @@ struct CacheLookup {
   std::string note;
 };
 CacheLookup lookup_compiled(const context::Policy& policy, const ir::Graph& traced,
-                            const ir::TensorType& input, const context::Fingerprint& fingerprint);
+                            const ir::TensorType& input, const context::Fingerprint& fingerprint,
+                            std::string_view symbolic_inputs = {});
 std::string store_compiled(const context::Policy& policy, const CacheLookup& lookup,
                            const passes::CompiledGraph& compiled, double compile_ms);
 // For the caller of a hit whose first run fails before anything was returned: warns

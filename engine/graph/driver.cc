@@ -9,6 +9,7 @@
 #include "engine/compile_cache/compile_cache.h"
 #include "engine/graph/recorder.h"
 #include "ir/call_graph.h"
+#include "ir/parser.h"
 #include "ir/verifier.h"
 #include "passes/dump.h"
 #include "passes/plan_memory.h"
@@ -212,12 +213,42 @@ std::unique_ptr<CompiledNetwork> compile_planned(std::unique_ptr<ir::Graph> grap
   return network;
 }
 
+namespace {
+
+// The symbolic text of a cache entry parsed at `shapes`: the compiled graph at those sizes.
+std::unique_ptr<ir::Graph> parse_symbolic(const SymbolicCompile& symbolic,
+                                          const std::vector<ir::Shape>& shapes) {
+  ir::ParseBinding binding;
+  for (size_t i = 0; i < shapes.size() && i < symbolic.input_names.size(); ++i) {
+    binding.input_shapes[symbolic.input_names[i]] = shapes[i];
+  }
+  std::unique_ptr<ir::Graph> graph =
+      ir::parse_graph(symbolic.text, "compile cache entry " + symbolic.cache_key, binding);
+  ir::verify(*graph);
+  return graph;
+}
+
+std::string probe_text(const ir::ProbePlan& plan) {
+  std::string values;
+  for (const auto& [symbol, value] : plan.probe) {
+    values += (values.empty() ? "" : ", ") + symbol + "=" + std::to_string(value);
+  }
+  return values;
+}
+
+}  // namespace
+
 SymbolicCompile compile_symbolic(std::unique_ptr<ir::Graph> first,
                                  const std::function<std::unique_ptr<ir::Graph>()>& probe,
                                  const ir::ProbePlan& plan, std::vector<size_t> input_parameters,
+                                 const context::Policy& policy,
+                                 const context::Fingerprint& fingerprint,
                                  const DriverOptions& options) {
   const auto start = Clock::now();
   SymbolicCompile result;
+  for (size_t index : input_parameters) {
+    result.input_names.push_back(first->parameter(index)->name());
+  }
   // The probe is traced (or imported) with tensors of its sizes: with many dynamic dimensions
   // their product would be more memory than the network's own calls need.
   for (const ir::Shape& shape : plan.probe_shapes) {
@@ -230,42 +261,77 @@ SymbolicCompile compile_symbolic(std::unique_ptr<ir::Graph> first,
       return result;
     }
   }
+  std::unique_ptr<ir::Graph> probe_source;
+  std::optional<CacheLookup> cached;
+  try {
+    probe_source = probe();
+  } catch (const Error& e) {
+    result.why_not = "the probe sizes " + ir::signature_to_string(plan.inputs) + " at " +
+                     probe_text(plan) + " do not compile: " + e.message();
+  }
+  if (probe_source && options.compile_cache) {
+    const runtime::SpanTimer phase(runtime::ProfileEventKind::kPhase, "compile cache lookup");
+    const ir::TensorType input =
+        probe_source->num_parameters() > 0 ? probe_source->parameter(0)->type() : ir::TensorType{};
+    cached = lookup_compiled(policy, *probe_source, input, fingerprint,
+                             ir::signature_to_string(plan.inputs));
+    result.cache_key = cached->key.hex;
+    result.cache_note = cached->note;
+    if (cached->compiled && !cached->compiled->symbolic_text.empty()) {
+      // Trusted only when its text, parsed at the probe's sizes, is the graph stored beside it.
+      result.text = cached->compiled->symbolic_text;
+      std::string difference;
+      try {
+        difference = ir::first_type_difference(*parse_symbolic(result, plan.probe_shapes),
+                                               *cached->compiled->graph);
+      } catch (const Error& e) {
+        difference = e.message();
+      }
+      if (difference.empty()) {
+        result.cache_hit = true;
+        result.compile_ms = millis_since(start);
+        return result;
+      }
+      result.text.clear();
+      discard_compiled(policy, *cached, "its symbolic text is not its graph: " + difference);
+      cached->note = "entry discarded (its symbolic text is not its graph); compiled";
+    }
+  }
   passes::CompileOptions quiet = options.compile;  // the dumps are the first binding's
   quiet.dump.level = 0;
   passes::CompiledGraph first_compiled = passes::compile(std::move(first), options.compile);
   result.dump_files = first_compiled.dump_files;
-  std::variant<ir::SymbolicGraph, std::string> generalized;
-  try {
-    const passes::CompiledGraph probe_compiled = passes::compile(probe(), quiet);
-    generalized = ir::generalize(std::move(first_compiled.graph), plan.first, *probe_compiled.graph,
-                                 plan.probe, plan.inputs, std::move(input_parameters));
-  } catch (const Error& e) {
-    generalized = "the probe sizes " + ir::signature_to_string(plan.inputs) + " at " +
-                  [&] {
-                    std::string values;
-                    for (const auto& [symbol, value] : plan.probe) {
-                      values += (values.empty() ? "" : ", ") + symbol + "=" + std::to_string(value);
-                    }
-                    return values;
-                  }() +
-                  " do not compile: " + e.message();
-  }
-  if (auto* why = std::get_if<std::string>(&generalized)) {
-    result.why_not = std::move(*why);
-  } else {
-    result.graph = std::make_shared<const ir::SymbolicGraph>(
-        std::move(std::get<ir::SymbolicGraph>(generalized)));
-    if (options.compile.dump.level > 0) {
-      const std::filesystem::path file =
-          options.compile.dump.dir / (options.compile.dump.prefix + "_symbolic.ir");
-      std::error_code ec;
-      std::filesystem::create_directories(options.compile.dump.dir, ec);
-      std::ofstream out(file);
-      out << result.graph->text;
-      MF_CHECK(out.good(), InvalidArgument, "cannot write the symbolic graph to '",
-               echo(file.string()), "'");
-      result.dump_files.push_back(file);
+  if (probe_source) {
+    try {
+      passes::CompiledGraph probe_compiled = passes::compile(std::move(probe_source), quiet);
+      std::variant<ir::SymbolicGraph, std::string> generalized =
+          ir::generalize(std::move(first_compiled.graph), plan.first, *probe_compiled.graph,
+                         plan.probe, plan.inputs, std::move(input_parameters));
+      if (auto* why = std::get_if<std::string>(&generalized)) {
+        result.why_not = std::move(*why);
+      } else {
+        result.graph = std::make_shared<const ir::SymbolicGraph>(
+            std::move(std::get<ir::SymbolicGraph>(generalized)));
+        if (cached) {
+          probe_compiled.symbolic_text = result.graph->text;
+          result.cache_note = store_compiled(policy, *cached, probe_compiled, millis_since(start));
+        }
+      }
+    } catch (const Error& e) {
+      result.why_not = "the probe sizes " + ir::signature_to_string(plan.inputs) + " at " +
+                       probe_text(plan) + " do not compile: " + e.message();
     }
+  }
+  if (result.graph && options.compile.dump.level > 0) {
+    const std::filesystem::path file =
+        options.compile.dump.dir / (options.compile.dump.prefix + "_symbolic.ir");
+    std::error_code ec;
+    std::filesystem::create_directories(options.compile.dump.dir, ec);
+    std::ofstream out(file);
+    out << result.graph->text;
+    MF_CHECK(out.good(), InvalidArgument, "cannot write the symbolic graph to '",
+             echo(file.string()), "'");
+    result.dump_files.push_back(file);
   }
   result.compile_ms = millis_since(start);
   return result;
@@ -276,11 +342,15 @@ std::unique_ptr<CompiledNetwork> bind_symbolic(const SymbolicCompile& symbolic,
                                                const context::Policy& policy,
                                                const context::Fingerprint& fingerprint,
                                                const DriverOptions& options) {
-  MF_CHECK(symbolic.graph != nullptr, Internal, "bind_symbolic: no symbolic graph");
+  MF_CHECK(symbolic.usable(), Internal, "bind_symbolic: no symbolic graph");
   const auto start = Clock::now();
-  std::unique_ptr<CompiledNetwork> network =
-      compile_planned(ir::specialize(*symbolic.graph, shapes), policy, options);
+  std::unique_ptr<ir::Graph> graph =
+      symbolic.graph ? ir::specialize(*symbolic.graph, shapes) : parse_symbolic(symbolic, shapes);
+  std::unique_ptr<CompiledNetwork> network = compile_planned(std::move(graph), policy, options);
   network->fingerprint = fingerprint;
+  network->cache_hit = symbolic.cache_hit;
+  network->cache_key = symbolic.cache_key;
+  network->cache_note = symbolic.cache_note;
   network->compile_ms = millis_since(start);
   return network;
 }

@@ -98,10 +98,16 @@ std::unique_ptr<runtime::GraphExecutor> make_executor(context::Executor kind,
 // One compile for every size of a graph with dynamic inputs (ir/symbolic_graph.h), or why there
 // is none (then each size compiles on its own).
 struct SymbolicCompile {
-  std::shared_ptr<const ir::SymbolicGraph> graph;
+  std::shared_ptr<const ir::SymbolicGraph> graph;  // compiled in this process
+  // Loaded from the compile cache instead: the symbolic text, parsed at each size bound.
+  std::string text;
+  std::vector<std::string> input_names;  // the parameter of each declared input
   std::string why_not;
   std::vector<std::filesystem::path> dump_files;  // save_graphs: the first binding's and symbolic
   double compile_ms = 0;
+  bool cache_hit = false;
+  std::string cache_key, cache_note;  // enable_compile_cache: the key and what happened
+  bool usable() const { return graph != nullptr || !text.empty(); }
 };
 
 // The most elements a probe input may hold (64 Mi): beyond it each size compiles on its own.
@@ -109,10 +115,14 @@ inline constexpr int64_t kMaxProbeElements = int64_t{1} << 26;
 
 // Runs the passes on `first` (the graph at plan.first) and `probe` (at plan.probe, without dumps)
 // and generalizes them; save_graphs also writes DIR/<prefix>_symbolic.ir. `input_parameters[i]`
-// is the parameter of plan.inputs[i]. Errors compiling the probe become why_not.
+// is the parameter of plan.inputs[i]. Errors compiling the probe become why_not. With the compile
+// cache on, the probe's trace keys an entry holding the symbolic text: a hit runs no pass, in
+// any process and at any first size, and a miss stores what it compiled.
 SymbolicCompile compile_symbolic(std::unique_ptr<ir::Graph> first,
                                  const std::function<std::unique_ptr<ir::Graph>()>& probe,
                                  const ir::ProbePlan& plan, std::vector<size_t> input_parameters,
+                                 const context::Policy& policy,
+                                 const context::Fingerprint& fingerprint,
                                  const DriverOptions& options);
 
 // The compiled form of `symbolic` at `shapes` (one per declared input): sizes substituted, shapes

@@ -100,8 +100,9 @@ CompiledCell* bind_dynamic(nn::Cell& cell, const Tensor& x, CompiledForms& forms
                            policy.max_call_depth.value, policy.reserve_class_name_in_scope.value)
           .graph;
     };
-    SymbolicCompile compile = compile_symbolic(std::move(first.graph), probe, plan,
-                                               {input_parameter}, driver_options(policy, prefix));
+    SymbolicCompile compile =
+        compile_symbolic(std::move(first.graph), probe, plan, {input_parameter}, policy,
+                         derived.fingerprint, driver_options(policy, prefix));
     forms.symbolic.push_back(
         {derived.fingerprint, std::move(compile), std::move(first.bindings), trace_ms});
     entry = std::prev(forms.symbolic.end());
@@ -109,9 +110,9 @@ CompiledCell* bind_dynamic(nn::Cell& cell, const Tensor& x, CompiledForms& forms
     report.trace_ms = trace_ms;
     log::info("compiled {} once for its dynamic input {}: {}", cell.class_name(),
               ir::symbolic_shape_to_string(declared.shape),
-              entry->compile.graph ? "one compile serves every size" : entry->compile.why_not);
+              entry->compile.usable() ? "one compile serves every size" : entry->compile.why_not);
   }
-  if (!entry->compile.graph) {
+  if (!entry->compile.usable()) {
     report.dynamic_note = "compiled per size: " + entry->compile.why_not;
     report.compiled = false;  // the size's own compile follows
     return nullptr;

@@ -110,12 +110,12 @@ std::unique_ptr<CompiledNetwork> ModelFile::Dynamic::bind(
         fingerprint,
         compile_symbolic(
             runner.graph().clone(), [&] { return import_at(plan.probe_shapes, false).graph; }, plan,
-            std::move(parameters), options));
+            std::move(parameters), policy, fingerprint, options));
     entry = std::prev(compiles.end());
     report.compiled = true;  // the one symbolic compile (or the finding that there is none)
   }
   const SymbolicCompile& symbolic = entry->second;
-  if (!symbolic.graph) {
+  if (!symbolic.usable()) {
     note = "compiled per size: " + symbolic.why_not;
     report.dynamic_note = note;
     return nullptr;
@@ -210,6 +210,19 @@ std::string ModelFile::symbolic_description() const {
   if (!dynamic_state_) return {};
   for (auto it = dynamic_state_->compiles.rbegin(); it != dynamic_state_->compiles.rend(); ++it) {
     if (it->second.graph) return it->second.graph->describe();
+    if (!it->second.text.empty()) {
+      // Loaded from the compile cache: the text's header says the same.
+      std::string header;
+      size_t pos = 0;
+      while (it->second.text.compare(pos, 2, "# ") == 0 &&
+             it->second.text.compare(pos, 11, "# IR entry:") != 0) {
+        const size_t end = it->second.text.find('\n', pos);
+        if (end == std::string::npos) break;
+        header += it->second.text.substr(pos + 2, end + 1 - pos - 2);
+        pos = end + 1;
+      }
+      return header;
+    }
   }
   return {};
 }

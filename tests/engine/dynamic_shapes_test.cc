@@ -315,24 +315,47 @@ TEST_F(DynamicShapesTest, JitCellsCompileOnceAndHugeProbesCompilePerSize) {
       << wide->graph_report().dynamic_note;
 }
 
-// Settings that key a compile by its concrete graph (the compile cache, infer_boost) compile each
-// size, and the report says which setting made it so.
-TEST_F(DynamicShapesTest, TheCompileCacheCompilesEachSizeAndSaysSo) {
-  std::unique_ptr<nn::Cell> net = models::find_net("mlp").make(3);
-  net->set_inputs({{-1, "batch"}, {784, ""}});
+// With the compile cache, the symbolic compile is stored under the trace at the probe's sizes:
+// another process (here a new cell and a new model object) at another first size loads it and
+// runs no pass.
+TEST_F(DynamicShapesTest, TheCompileCacheKeepsTheSymbolicCompileForEverySize) {
   context::set({{"mode", "GRAPH_MODE"},
                 {"enable_compile_cache", true},
                 {"compile_cache_path", (dir_ / "cache").string()}});
-  for (int64_t batch : {2, 5}) {
-    const Tensor x = Tensor::randn({batch, 784}, 1);
-    const Tensor y = (*net)(x);
-    EXPECT_EQ(y.shape(), (Shape{batch, 10}));
-    EXPECT_TRUE(net->graph_report().compiled);
-    EXPECT_FALSE(net->graph_report().specialized);
-    EXPECT_NE(net->graph_report().dynamic_note.find("compiled per size: enable_compile_cache"),
-              std::string::npos)
-        << net->graph_report().dynamic_note;
-  }
+  const auto mlp = [] {
+    std::unique_ptr<nn::Cell> net = models::find_net("mlp").make(3);
+    net->set_inputs({{-1, "batch"}, {784, ""}});
+    return net;
+  };
+  std::unique_ptr<nn::Cell> first = mlp();
+  (*first)(Tensor::randn({2, 784}, 1));
+  EXPECT_TRUE(first->graph_report().compiled);
+  EXPECT_FALSE(first->graph_report().cache_hit);
+  std::unique_ptr<nn::Cell> second = mlp();
+  const Tensor x = Tensor::randn({5, 784}, 1);
+  const Tensor y = (*second)(x);
+  EXPECT_TRUE(second->graph_report().cache_hit) << second->graph_report().cache_note;
+  EXPECT_TRUE(second->graph_report().specialized);
+  const Tensor y7 = (*second)(Tensor::randn({7, 784}, 1));
+  EXPECT_EQ(y7.shape(), (Shape{7, 10}));
+  context::set({{"mode", "PYNATIVE_MODE"}});
+  EXPECT_LT(relative_difference(y, (*second)(x)), 1e-6);
+
+  context::set({{"mode", "GRAPH_MODE"}});
+  const fs::path model = save(write_model({1, 1, 16}, {"batch", "seq"}), "dynamic.onnx");
+  engine::ModelFile a = engine::ModelFile::load(model);
+  run(a, Tensor::randn({2, 3, 16}, 1), Tensor::randn({2, 3}, 2));
+  EXPECT_FALSE(a.runner().graph_report().cache_hit);
+  engine::ModelFile b = engine::ModelFile::load(model);
+  const Tensor bx = Tensor::randn({6, 4, 16}, 3), bm = Tensor::randn({6, 4}, 4);
+  const std::vector<double> got = run(b, bx, bm);
+  EXPECT_TRUE(b.runner().graph_report().cache_hit) << b.runner().graph_report().cache_note;
+  EXPECT_NE(b.symbolic_description().find("dynamic inputs: x: Float32 (batch, seq, 16)"),
+            std::string::npos)
+      << b.symbolic_description();
+  context::set({{"enable_compile_cache", false}});
+  engine::ModelFile fresh = engine::ModelFile::load(model);
+  EXPECT_EQ(got, run(fresh, bx, bm));
 }
 
 TEST_F(DynamicShapesTest, CellCallsThatContradictTheDeclarationFailInBothModes) {

@@ -13,6 +13,9 @@
 
 #include "base/file_reader.h"
 #include "context/context.h"
+#include "context/fingerprint.h"
+#include "context/policy.h"
+#include "engine/compile_cache/compile_cache.h"
 #include "engine/io/model_file.h"
 #include "engine/io/onnx/importer.h"
 #include "engine/io/onnx/writer.h"
@@ -356,6 +359,54 @@ TEST_F(DynamicShapesTest, TheCompileCacheKeepsTheSymbolicCompileForEverySize) {
   context::set({{"enable_compile_cache", false}});
   engine::ModelFile fresh = engine::ModelFile::load(model);
   EXPECT_EQ(got, run(fresh, bx, bm));
+}
+
+// An entry whose symbolic text is not its graph (forged with a valid checksum) is discarded: the
+// network compiles, runs right, and stores a good entry again.
+TEST_F(DynamicShapesTest, AnEntryWhoseSymbolicTextIsNotItsGraphIsDiscarded) {
+  const fs::path cache_dir = dir_ / "cache";
+  context::set({{"mode", "GRAPH_MODE"},
+                {"enable_compile_cache", true},
+                {"compile_cache_path", cache_dir.string()}});
+  const auto writer = write_model({1, 1, 16}, {"batch", "seq"});
+  const fs::path model = save(writer, "dynamic.onnx");
+  {
+    engine::ModelFile a = engine::ModelFile::load(model);
+    run(a, Tensor::randn({2, 3, 16}, 1), Tensor::randn({2, 3}, 2));
+  }
+  // The key as the driver makes it: the model imported at the probe's sizes.
+  const auto signature =
+      onnx::onnx_input_signature(*onnx::parse_onnx_model(writer->serialize(), "dynamic.onnx"));
+  const ir::ProbePlan plan = ir::plan_probe(signature, {{2, 3, 16}, {2, 3}});
+  onnx::ImportOptions options;
+  options.read_weights = false;
+  options.input_shapes = {{"x", plan.probe_shapes[0]}, {"mask", plan.probe_shapes[1]}};
+  onnx::ImportedModel probe =
+      onnx::import_onnx_model_from_bytes(writer->serialize(), "dynamic.onnx", options);
+  probe.graph->set_output_name(0, "out");
+  const context::Snapshot snapshot = context::snapshot();
+  const context::Policy policy = context::derive_policy(snapshot);
+  const engine::CacheKey key = engine::make_cache_key(
+      *probe.graph, probe.graph->parameter(0)->type(), context::fingerprint(snapshot, policy),
+      ir::signature_to_string(plan.inputs));
+  const engine::CompileCache cache(policy.compile_cache_dir.value);
+  std::optional<engine::LoadedEntry> loaded = cache.load(key, *probe.graph);
+  ASSERT_TRUE(loaded.has_value());
+  std::string& text = loaded->compiled.symbolic_text;
+  const size_t relu = text.find("= relu(");
+  ASSERT_NE(relu, std::string::npos) << text;
+  text.replace(relu, 7, "= tanh(");
+  ASSERT_TRUE(cache.store(key, loaded->compiled, 1.0));
+
+  engine::ModelFile b = engine::ModelFile::load(model);
+  const Tensor x = Tensor::randn({4, 2, 16}, 5), mask = Tensor::randn({4, 2}, 6);
+  const std::vector<double> got = run(b, x, mask);
+  EXPECT_FALSE(b.runner().graph_report().cache_hit);
+  EXPECT_NE(b.runner().graph_report().cache_note.find("stored"), std::string::npos)
+      << b.runner().graph_report().cache_note;
+  context::set({{"enable_compile_cache", false}});
+  engine::ModelFile fresh = engine::ModelFile::load(model);
+  EXPECT_EQ(got, run(fresh, x, mask));
 }
 
 TEST_F(DynamicShapesTest, CellCallsThatContradictTheDeclarationFailInBothModes) {

@@ -119,6 +119,21 @@ void print_output(const std::string& name, const Tensor& t) {
               std::string(ir::dtype_name(t.dtype())).c_str(), s.sum, s.mean, s.min, s.max);
 }
 
+// --output-dir: each output as DIR/<name><suffix>.npy (nothing when `dir` is empty).
+void write_outputs(const std::string& dir,
+                   const std::vector<std::pair<std::string, Tensor>>& outputs,
+                   const std::string& suffix) {
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  MF_CHECK(!ec, InvalidArgument, "cannot create --output-dir '", echo(dir), "': ", ec.message());
+  for (const auto& [name, t] : outputs) {
+    const auto file = std::filesystem::path(dir) / (name + suffix + ".npy");
+    t.save_npy(file);
+    std::printf("wrote %s\n", file.string().c_str());
+  }
+}
+
 // Runs one iteration and waits for its outputs; returns its milliseconds.
 double run_iteration(const std::function<std::vector<std::pair<std::string, Tensor>>()>& step,
                      std::vector<std::pair<std::string, Tensor>>& outputs) {
@@ -246,18 +261,7 @@ void run_input_sets(const RunOptions& options,
     }
     std::printf("\n");
     for (const auto& [name, t] : outputs) print_output(name, t);
-    if (!options.output_dir.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(options.output_dir, ec);
-      MF_CHECK(!ec, InvalidArgument, "cannot create --output-dir '", echo(options.output_dir),
-               "': ", ec.message());
-      for (const auto& [name, t] : outputs) {
-        const auto out =
-            std::filesystem::path(options.output_dir) / (name + "_" + std::to_string(k) + ".npy");
-        t.save_npy(out);
-        std::printf("wrote %s\n", out.string().c_str());
-      }
-    }
+    write_outputs(options.output_dir, outputs, "_" + std::to_string(k));
   }
   if (graph_mode) std::printf("compiles: %zu for %zu input sets\n", compiles, sets.size());
   if (file && file->dynamic()) print_dynamic_report(*file, graph_mode);
@@ -392,17 +396,7 @@ void run(const RunOptions& options) {
               runtime::format_bytes(stats.peak_in_use_bytes).c_str(),
               runtime::format_bytes(stats.reserved_bytes).c_str(), stats.system_allocations,
               runtime::describe_reserved(stats).c_str());
-  if (!options.output_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(options.output_dir, ec);
-    MF_CHECK(!ec, InvalidArgument, "cannot create --output-dir '", echo(options.output_dir),
-             "': ", ec.message());
-    for (const auto& [name, t] : outputs) {
-      const auto file = std::filesystem::path(options.output_dir) / (name + ".npy");
-      t.save_npy(file);
-      std::printf("wrote %s\n", file.string().c_str());
-    }
-  }
+  write_outputs(options.output_dir, outputs, "");
 }
 
 }  // namespace

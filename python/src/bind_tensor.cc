@@ -302,8 +302,10 @@ Tensor tensor_of_shape(py::handle shape, py::handle dtype, py::handle init) {
   Shape dims;
   for (py::handle d : py::iter(shape)) {
     if (!py::isinstance<py::int_>(d) || py::isinstance<py::bool_>(d) || d.cast<int64_t>() < 0) {
-      throw py::value_error("Tensor(shape=...): a dimension is a size >= 0, or None for a dynamic "
-                            "declaration; got " + echo(py::repr(d).cast<std::string>(), 40));
+      throw py::value_error(
+          "Tensor(shape=...): a dimension is a size >= 0, or None for a dynamic "
+          "declaration; got " +
+          echo(py::repr(d).cast<std::string>(), 40));
     }
     dims.push_back(d.cast<int64_t>());
   }
@@ -312,10 +314,9 @@ Tensor tensor_of_shape(py::handle shape, py::handle dtype, py::handle init) {
   const std::string how = init.is_none() ? "" : py::str(init).cast<std::string>();
   if (how == "zeros") return Tensor::zeros(dims, type);
   if (how == "ones") return Tensor::full(dims, 1.0, type);
-  throw py::value_error(
-      "Tensor(shape=...) without input_data needs init='zeros' or 'ones' (got " +
-      (init.is_none() ? std::string("none") : "'" + echo(how, 40) + "'") +
-      "); None dimensions declare a dynamic input for Cell.set_inputs instead");
+  throw py::value_error("Tensor(shape=...) without input_data needs init='zeros' or 'ones' (got " +
+                        (init.is_none() ? std::string("none") : "'" + echo(how, 40) + "'") +
+                        "); None dimensions declare a dynamic input for Cell.set_inputs instead");
 }
 
 }  // namespace
@@ -391,9 +392,9 @@ void bind_tensor(py::module_& m) {
                             "A tensor of the engine. Tensor(numpy_array | number | list, "
                             "dtype=None): numpy dtypes are kept; floats default to float32.");
   tensor
-      .def(py::init([](py::object input_data, py::object dtype, py::object shape,
-                       py::object init) {
-             if (input_data.is_none() && !shape.is_none()) return tensor_of_shape(shape, dtype, init);
+      .def(py::init([](py::object input_data, py::object dtype, py::object shape, py::object init) {
+             if (input_data.is_none() && !shape.is_none())
+               return tensor_of_shape(shape, dtype, init);
              if (input_data.is_none())
                throw py::value_error("Tensor(input_data): input_data is required");
              if (!shape.is_none())

@@ -15,6 +15,7 @@
 
 #include "ir/attribute.h"
 #include "ir/dtype.h"
+#include "ir/grad_builder.h"
 #include "ir/shape.h"
 
 namespace mf::ir {
@@ -48,6 +49,9 @@ enum class Trait : uint32_t {
       1u << 10,       // output 0 may share input 0's bytes (each element read before it is written)
   kFused = 1u << 11,  // a fused kernel: runs the body subgraph named by "graph" through the
                       // fused-kernel evaluator (runtime/fused_kernel.h), never op by op
+  kNoGradient =
+      1u << 12,  // not differentiable: no gradient flows through its outputs (comparisons,
+                 // stop_gradient, print); other float ops need a backward rule
 };
 constexpr Trait operator|(Trait a, Trait b) {
   return Trait(uint32_t(a) | uint32_t(b));
@@ -159,6 +163,10 @@ struct OpDef {
   ReferenceFn reference;
   std::vector<OpSample> samples;
   double tolerance = 1e-5;  // relative+absolute bound against the reference in float32
+  // The backward rule (ir/grad_builder.h) and the forward values it reads. Empty: differentiating
+  // through the op is an error naming it, unless it is kNoGradient or has no float output.
+  BackwardFn backward;
+  GradNeeds grad_needs;
   std::string doc;
 
   bool has(Trait t) const { return has_trait(traits, t); }
@@ -232,6 +240,11 @@ class OpBuilder {
   }
   OpBuilder& tolerance(double t) {
     def_.tolerance = t;
+    return *this;
+  }
+  OpBuilder& backward(GradNeeds needs, BackwardFn fn) {
+    def_.grad_needs = needs;
+    def_.backward = std::move(fn);
     return *this;
   }
   OpBuilder& doc(std::string d) {

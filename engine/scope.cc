@@ -24,4 +24,12 @@ ScopeGuard::~ScopeGuard() {
   scope.resize(previous_size_);
 }
 
+ScopeOverride::ScopeOverride(std::string replacement) : previous_(std::move(scope)) {
+  scope = std::move(replacement);
+}
+
+ScopeOverride::~ScopeOverride() {
+  scope = std::move(previous_);
+}
+
 }  // namespace mf::engine

@@ -22,4 +22,17 @@ class ScopeGuard {
   size_t previous_size_;
 };
 
+// Sets the whole scope for the life of the guard: the backward of a node runs under its forward
+// scope with "Gradients/" in front.
+class ScopeOverride {
+ public:
+  explicit ScopeOverride(std::string scope);
+  ~ScopeOverride();
+  ScopeOverride(const ScopeOverride&) = delete;
+  ScopeOverride& operator=(const ScopeOverride&) = delete;
+
+ private:
+  std::string previous_;
+};
+
 }  // namespace mf::engine

@@ -38,4 +38,22 @@ GradValue GradBuilder::ones_like(const TensorType& t) {
             {{"shape", std::vector<int64_t>(t.shape.begin(), t.shape.end())}, {"dtype", t.dtype}});
 }
 
+bool carries_gradient(const OpDef* def, const TensorType& type) {
+  return def != nullptr && !def->has(Trait::kNoGradient) && is_floating(type.dtype);
+}
+
+const BackwardFn& backward_rule(const OpDef* def, std::string_view op, std::string_view scope) {
+  if (def != nullptr && def->backward) return def->backward;
+  const bool control_flow = def != nullptr && def->has(Trait::kControlFlow);
+  MF_FAIL(InvalidArgument, "op `", echo(op, 64), "` at ", echo(scope, 200), " has no gradient rule",
+          control_flow ? ": control flow (cond, while) is not differentiated; compute "
+                         "the branch outside it, or stop_gradient its inputs"
+                       : "; stop_gradient its inputs, or differentiate another "
+                         "formulation");
+}
+
+std::string gradient_scope(std::string_view forward_scope) {
+  return "Gradients/" + std::string(forward_scope);
+}
+
 }  // namespace mf::ir

@@ -18,6 +18,7 @@
 namespace mf::ir {
 
 struct TensorType;
+struct OpDef;
 
 // A value inside one GradBuilder: a node output, an eager tensor or a reference array.
 struct GradValue {
@@ -73,5 +74,17 @@ class GradBuilder {
 };
 
 using BackwardFn = std::function<void(GradBuilder&)>;
+
+// What the GRAPH transform and the PYNATIVE tape share, so that both differentiate the same ops the
+// same way.
+//
+// Whether a gradient flows through an output of `type` of `def`: a floating output of an op that is
+// not kNoGradient (an unregistered op carries none).
+bool carries_gradient(const OpDef* def, const TensorType& type);
+// The rule of `def` or, when it has none, InvalidArgument: "op `reduce_max` at Default/net-Net has
+// no gradient rule ...".
+const BackwardFn& backward_rule(const OpDef* def, std::string_view op, std::string_view scope);
+// The scope of the backward of a node at `forward_scope`: "Gradients/Default/net-Net/fc1-Dense".
+std::string gradient_scope(std::string_view forward_scope);
 
 }  // namespace mf::ir

@@ -356,6 +356,12 @@ void Graph::set_output(size_t i, Value value) {
   add_use(value, Use{nullptr, i});
 }
 
+void Graph::clear_outputs() {
+  for (size_t i = 0; i < outputs_.size(); ++i) remove_use(outputs_[i], Use{nullptr, i});
+  outputs_.clear();
+  output_names_.clear();
+}
+
 std::vector<Node*> Graph::topological_order() const {
   // Kahn's algorithm, always taking the ready node that comes first in program order, so an already
   // sorted graph comes back unchanged and a repaired one moves as little as possible.

@@ -240,6 +240,8 @@ class Graph {
   // output name, `Return(%3 as logits)` in IR text. Runners write outputs under it.
   void add_output(Value value, std::string name = {});
   void set_output(size_t i, Value value);
+  // Drops every output (the nodes stay; dead code removes what nothing uses any more).
+  void clear_outputs();
   // "" when output i has no name.
   const std::string& output_name(size_t i) const { return output_names_.at(i); }
   void set_output_name(size_t i, std::string name);

@@ -1,7 +1,10 @@
 #include "engine/eager/dispatch.h"
 
+#include "engine/autodiff/tape.h"
+
 #include <algorithm>
 #include <atomic>
+#include <optional>
 
 #include "engine/eager/eager_layout.h"
 #include "engine/eager/pynative_recorder.h"
@@ -51,6 +54,11 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
                   runtime::format_call_site(where));
     throw;
   }
+  // The tape records the op as the user called it (defaults filled), before the layout below may
+  // rewrite its attributes for the kernel.
+  GradTape* const tape = GradTape::active();
+  std::optional<ir::Attrs> recorded_attrs;
+  if (tape != nullptr) recorded_attrs = attrs;
 
   // Where the values live between eager ops: a convolution may leave its output channels-last
   // for the next one, and what cannot read that order gets a plain copy first.
@@ -99,6 +107,8 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
   if (out.size() == 1) {
     for (size_t i = 0; i < in.size(); ++i) in[i].output_may_take_it = def.may_write_over_input(i);
   }
+  // Before the submit: the task may write over an input the tape still needs, unless it holds it.
+  if (tape != nullptr) tape->record(def, *recorded_attrs, inputs, outputs, where);
   if (given_up != nullptr) given_up->clear();
   submit_kernel(def, std::move(attrs), std::move(in), std::move(out), policy->deterministic.value,
                 runtime::TaskInfo{std::string(op), current_scope(), where});

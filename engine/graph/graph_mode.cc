@@ -150,22 +150,6 @@ bool weights_unchanged(nn::Cell& cell, const Tensor& x, const CompiledCell& form
   return frozen.same_as(weights);
 }
 
-std::shared_ptr<const DerivedPolicy> derive(CompiledForms& forms,
-                                            std::optional<context::JitLevel> network_jit_level,
-                                            bool jit_region) {
-  const context::Snapshot snapshot = context::snapshot();
-  if (!forms.derived || forms.derived->context_version != snapshot.version() ||
-      forms.derived->network_jit_level != network_jit_level) {
-    context::Policy policy = context::derive_policy(
-        snapshot,
-        context::DeriveOptions{.network_jit_level = network_jit_level, .jit_region = jit_region});
-    context::Fingerprint fingerprint = context::fingerprint(snapshot, policy);
-    forms.derived = std::make_shared<const DerivedPolicy>(DerivedPolicy{
-        snapshot.version(), network_jit_level, std::move(policy), std::move(fingerprint)});
-  }
-  return forms.derived;
-}
-
 // The form for x under `derived`: the last one run, a held one, or a new compile.
 CompiledCell& find_or_compile(nn::Cell& cell, const Tensor& x, CompiledForms& forms,
                               const std::shared_ptr<const DerivedPolicy>& derived,
@@ -247,6 +231,22 @@ Tensor submit_compiled(nn::Cell& cell, const Tensor& x, CompiledCell& form,
 
 }  // namespace
 
+std::shared_ptr<const DerivedPolicy> derive_policy(
+    std::shared_ptr<const DerivedPolicy>& held, std::optional<context::JitLevel> network_jit_level,
+    bool jit_region) {
+  const context::Snapshot snapshot = context::snapshot();
+  if (!held || held->context_version != snapshot.version() ||
+      held->network_jit_level != network_jit_level) {
+    context::Policy policy = context::derive_policy(
+        snapshot,
+        context::DeriveOptions{.network_jit_level = network_jit_level, .jit_region = jit_region});
+    context::Fingerprint fingerprint = context::fingerprint(snapshot, policy);
+    held = std::make_shared<const DerivedPolicy>(DerivedPolicy{
+        snapshot.version(), network_jit_level, std::move(policy), std::move(fingerprint)});
+  }
+  return held;
+}
+
 void describe_network(const CompiledNetwork& network, const context::Policy& policy,
                       bool just_compiled, GraphRunReport& report) {
   report.planned_peak_bytes = network.compiled.plan->planned_peak_bytes;
@@ -271,7 +271,8 @@ Tensor run_compiled_cell(nn::Cell& cell, const Tensor& x, CompiledForms& forms,
   const auto current = current_policy();  // applies memory limits and print routing
   const bool jit_region = current->mode.value == context::ExecutionMode::kPynative;
   // Held here: the cell's forms may be re-derived while this call runs (a nested call of it).
-  const std::shared_ptr<const DerivedPolicy> derived = derive(forms, network_jit_level, jit_region);
+  const std::shared_ptr<const DerivedPolicy> derived =
+      derive_policy(forms.derived, network_jit_level, jit_region);
   const context::Policy& policy = derived->policy;
   GraphRunReport report;
   report.jit_region = jit_region;

@@ -73,6 +73,12 @@ struct DerivedPolicy {
   context::Fingerprint fingerprint;
 };
 
+// `held` when it still applies (same context version, mode and network jit level), else a new
+// derivation stored there.
+std::shared_ptr<const DerivedPolicy> derive_policy(
+    std::shared_ptr<const DerivedPolicy>& held, std::optional<context::JitLevel> network_jit_level,
+    bool jit_region);
+
 // One compiled form of a cell: the driver's compiled network plus how its parameters are bound.
 struct CompiledCell {
   ir::TensorType input_type;

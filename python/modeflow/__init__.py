@@ -33,8 +33,9 @@ from ._modeflow import (  # noqa: F401
     set_ps_context,
     set_recursion_limit,
 )
-from . import _dynamic, _indexing, _modeflow
+from . import _dynamic, _grad, _indexing, _modeflow
 from . import common, context, device_context, models, nn, onnx, ops, runtime  # noqa: F401
+from ._grad import ParameterTuple, grad, value_and_grad  # noqa: F401
 from .jit import JitConfig, jit  # noqa: F401
 from .profiler import Profiler  # noqa: F401
 
@@ -46,6 +47,9 @@ Tensor.__iter__ = _indexing.iterate
 Tensor.__new__ = staticmethod(_dynamic.tensor_new)
 nn.Cell.set_inputs = _dynamic.set_inputs
 nn.Cell.get_inputs = _dynamic.get_inputs
+# Gradients (MindSpore's ms.grad, ms.value_and_grad, ops.GradOperation): _grad.py.
+nn.Cell.trainable_params = _grad.trainable_params
+ops.GradOperation = _grad.GradOperation
 
 # jit_syntax_level's constants (MindSpore's ms.STRICT / COMPATIBLE / LAX): set_context takes them
 # as it takes the names; get_context returns the name.

@@ -12,4 +12,5 @@ PYBIND11_MODULE(_modeflow, m) {
   bind_ops(m);
   bind_nn(m);
   bind_profiler(m);
+  bind_autodiff(m);
 }

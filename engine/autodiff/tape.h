@@ -1,0 +1,75 @@
+#pragma once
+// The PYNATIVE tape. While a GradTape lives on a thread, every op dispatched there with an input
+// that depends on a watched tensor is recorded: the op, its attributes, which inputs and outputs
+// carry gradients, and the forward values its backward rule declared it reads (OpDef::grad_needs;
+// nothing else is held, so the rest is freed as the forward goes). gradients() applies the same
+// rules as GRAPH mode's grad transform (passes/grad_transform.h), in the same order, through the
+// same dispatcher: the backward runs op by op on the eager queue, asynchronously or not, with its
+// errors reported as any op's; each step's saved values are dropped once it has run.
+//
+// Cells run op by op while a tape records (a jit-compiled cell would be one opaque task whose
+// inputs the tape could not follow).
+
+#include <cstdint>
+#include <memory>
+#include <source_location>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine_state.h"
+#include "engine/tensor.h"
+#include "ir/attribute.h"
+#include "ir/op_def.h"
+
+namespace mf::engine {
+
+class GradTape {
+ public:
+  GradTape();  // records on this thread until gradients() or destruction
+  ~GradTape();
+  GradTape(const GradTape&) = delete;
+  GradTape& operator=(const GradTape&) = delete;
+
+  // The tape recording on this thread, or null.
+  static GradTape* active();
+
+  // Gradients are wanted with respect to `t` (a floating tensor; TypeError-like InvalidArgument
+  // otherwise, naming `what`).
+  void watch(const Tensor& t, std::string_view what);
+  // From the dispatcher: an op it is about to queue (attributes with their defaults filled).
+  void record(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const Tensor> inputs,
+              std::span<const Tensor> outputs, std::source_location where);
+  // Stops recording and returns d(output)/d(w) for each w of `wrt`, seeded by `sens` (ones when
+  // undefined; else of the output's type): zeros for a w the output does not depend on.
+  std::vector<Tensor> gradients(const Tensor& output, const Tensor& sens,
+                                std::span<const Tensor> wrt);
+
+ private:
+  struct Entry {
+    const ir::OpDef* def = nullptr;
+    ir::Attrs attrs;
+    std::vector<uint64_t> input_ids;  // 0: carries no gradient
+    std::vector<ir::TensorType> input_types;
+    std::vector<Tensor> saved_inputs;  // the ones the rule reads; the rest undefined
+    std::vector<uint64_t> output_ids;
+    std::vector<ir::TensorType> output_types;
+    std::vector<Tensor> saved_outputs;
+    std::string scope;
+    std::source_location where;
+  };
+  class Builder;
+
+  uint64_t id_of(const Tensor& t) const;
+  uint64_t track(const Tensor& t);
+
+  GradTape* previous_;
+  bool recording_ = true;
+  OpByOpScope op_by_op_;
+  uint64_t next_id_ = 1;
+  std::unordered_map<const TensorImpl*, std::pair<std::weak_ptr<TensorImpl>, uint64_t>> tracked_;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace mf::engine

@@ -1,0 +1,35 @@
+#pragma once
+// The grad transform (MindSpore's J / ad::Grad): rewrites a traced graph so that one graph computes
+// the forward and the gradients of one of its outputs with respect to chosen parameters, built from
+// the ops' backward rules (OpDef::backward) before the pass pipeline runs. CSE, fusion at every
+// opt_level, layouts and the memory plan then apply to forward and backward alike: a saved
+// activation lives until its last backward use, and its memory is reused after.
+//
+// The PYNATIVE tape (engine/autodiff/tape.h) applies the same rules in the same order: nodes in
+// reverse program order, each node's inputs in order, and a value's gradient contributions summed
+// as they arrive, earlier sum first. With deterministic=ON both give the same bits.
+
+#include <cstddef>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace mf::passes {
+
+struct GradRequest {
+  std::vector<size_t> wrt;  // graph parameters, by index, whose gradients are wanted
+  size_t output = 0;        // the output differentiated (MindSpore's has_aux: the first)
+  // True: a parameter named `sens` of the output's type seeds the backward (GradOperation's
+  // sens_param); false: ones, MindSpore's sensitivity for an output of any shape.
+  bool sens_param = false;
+  bool keep_outputs = true;  // the forward outputs first; false: the gradients alone
+};
+
+// Calls are inlined first. Afterwards the outputs are the forward outputs (keep_outputs), then one
+// gradient per request.wrt entry: zeros for a parameter the output does not depend on. Backward
+// nodes carry their forward node's scope under "Gradients/". InvalidArgument for an op on the path
+// without a rule (naming the op and its scope), a non-floating parameter or output asked for a
+// gradient, or an index out of range.
+void differentiate(ir::Graph& graph, const GradRequest& request);
+
+}  // namespace mf::passes

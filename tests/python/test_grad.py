@@ -1,0 +1,145 @@
+"""ms.grad, ms.value_and_grad and ops.GradOperation as MindSpore users write them, in both modes:
+return structures, sensitivities, has_aux, weights, errors with MindSpore's messages, and the same
+gradients in PYNATIVE and GRAPH."""
+
+import numpy as np
+import pytest
+
+import modeflow as ms
+from modeflow import nn, ops
+
+MODES = [ms.PYNATIVE_MODE, ms.GRAPH_MODE]
+
+
+class Net(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Dense(4, 3)
+        self.relu = nn.ReLU()
+        self.fc2 = nn.Dense(3, 2)
+
+    def construct(self, x):
+        return self.fc2(self.relu(self.fc1(x)))
+
+
+def numpy_grads(net, x):
+    """The gradients of sum(net(x)) by hand, in float64: (dx, {name: grad})."""
+    p = {name: value.asnumpy().astype(np.float64) for name, value in net.parameters_and_names()}
+    h = x @ p["fc1.weight"].T + p["fc1.bias"]
+    a = np.maximum(h, 0)
+    dy = np.ones((x.shape[0], 2))
+    da = dy @ p["fc2.weight"]
+    dh = da * (h > 0)
+    grads = {
+        "fc2.weight": dy.T @ a,
+        "fc2.bias": dy.sum(0),
+        "fc1.weight": dh.T @ x,
+        "fc1.bias": dh.sum(0),
+    }
+    return dh @ p["fc1.weight"], grads
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_value_and_grad_of_a_cell_matches_the_hand_derivation(mode):
+    ms.set_context(mode=mode)
+    net = Net()
+    x = np.random.default_rng(0).standard_normal((5, 4))
+    params = net.trainable_params()
+    assert [p.name for p in params] == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    value, (dx, dws) = ms.value_and_grad(net, 0, params)(ms.Tensor(x.astype(np.float32)))
+    assert value.shape == (5, 2)
+    want_dx, want = numpy_grads(net, x)
+    np.testing.assert_allclose(dx.asnumpy(), want_dx, rtol=1e-4, atol=1e-5)
+    for p, g in zip(params, dws):
+        np.testing.assert_allclose(g.asnumpy(), want[p.name], rtol=1e-4, atol=1e-5)
+
+
+def test_graph_and_pynative_gradients_are_the_same_bits():
+    results = []
+    for mode in MODES:
+        ms.set_context(mode=mode, deterministic="ON")
+        net = Net()
+        x = ms.Tensor(np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32))
+        _, grads = ms.value_and_grad(net, None, net.trainable_params())(x)
+        results.append([g.asnumpy() for g in grads])
+    for a, b in zip(*results):
+        assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_return_structures_follow_mindspore(mode):
+    ms.set_context(mode=mode)
+
+    def fn(x, y, z):
+        return ops.reduce_sum(x * y * z)
+
+    x, y, z = (ms.Tensor(np.array(v, np.float32)) for v in ([1.0, 2.0], [3.0, 4.0], [5.0, 6.0]))
+    one = ms.grad(fn)(x, y, z)
+    np.testing.assert_array_equal(one.asnumpy(), [15.0, 24.0])
+    two = ms.grad(fn, grad_position=(1, 2))(x, y, z)
+    assert isinstance(two, tuple) and len(two) == 2
+    np.testing.assert_array_equal(two[0].asnumpy(), [5.0, 12.0])
+    np.testing.assert_array_equal(two[1].asnumpy(), [3.0, 8.0])
+    value, g = ms.value_and_grad(fn, 2)(x, y, z)
+    np.testing.assert_array_equal(value.asnumpy(), 15.0 + 48.0)
+    np.testing.assert_array_equal(g.asnumpy(), [3.0, 8.0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_non_scalar_outputs_take_an_all_ones_sensitivity_and_has_aux_the_first(mode):
+    ms.set_context(mode=mode)
+    x = ms.Tensor(np.array([1.0, -2.0, 3.0], np.float32))
+    np.testing.assert_array_equal(ms.grad(lambda t: t * t)(x).asnumpy(), [2.0, -4.0, 6.0])
+
+    def fn(t):
+        return t * 3.0, t + 1.0
+
+    grads, aux = ms.grad(fn, has_aux=True)(x)
+    np.testing.assert_array_equal(grads.asnumpy(), [3.0, 3.0, 3.0])
+    np.testing.assert_array_equal(aux[0].asnumpy(), [2.0, -1.0, 4.0])
+    (out, extra), g = ms.value_and_grad(fn, has_aux=True)(x)
+    np.testing.assert_array_equal(out.asnumpy(), [3.0, -6.0, 9.0])
+    np.testing.assert_array_equal(g.asnumpy(), [3.0, 3.0, 3.0])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_grad_operation_get_all_get_by_list_and_sens(mode):
+    ms.set_context(mode=mode)
+    net = Net()
+    x = ms.Tensor(np.ones((2, 4), np.float32))
+    weights = ms.ParameterTuple(net.trainable_params())
+    first = ops.GradOperation()(net)(x)
+    assert first.shape == (2, 4)
+    by_list = ops.GradOperation(get_by_list=True)(net, weights)(x)
+    assert [g.shape for g in by_list] == [(3, 4), (3,), (2, 3), (2,)]
+    inputs, ws = ops.GradOperation(get_all=True, get_by_list=True)(net, weights)(x)
+    assert len(inputs) == 1 and len(ws) == 4
+    sens = ms.Tensor(np.full((2, 2), 2.0, np.float32))
+    doubled = ops.GradOperation(sens_param=True)(net)(x, sens)
+    np.testing.assert_allclose(doubled.asnumpy(), 2 * first.asnumpy(), rtol=1e-6)
+
+
+def test_errors_carry_mindspore_messages():
+    def fn(x):
+        return ops.reduce_sum(x)
+
+    x = ms.Tensor(np.ones(3, np.float32))
+    with pytest.raises(IndexError, match="Position index 1 is exceed input size."):
+        ms.grad(fn, 1)(x)
+    with pytest.raises(TypeError, match="only floating-point inputs have gradients"):
+        ms.grad(fn)(ms.Tensor(np.ones(3, np.int32)))
+    with pytest.raises(ValueError, match="nothing to differentiate"):
+        ms.grad(fn, None, None)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_op_without_a_rule_names_itself_and_its_scope(mode):
+    ms.set_context(mode=mode)
+
+    class Scan(nn.Cell):
+        def construct(self, x):
+            return ops.cumsum(x, axis=0)
+
+    with pytest.raises(Exception, match=r"op `cumsum` at Default/net-Scan has no gradient rule"):
+        ms.grad(Scan())(ms.Tensor(np.ones(3, np.float32)))
+        ms.ops.sync()

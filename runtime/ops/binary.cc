@@ -10,6 +10,7 @@
 #endif
 
 #include "runtime/kernels/elementwise_kernel.h"
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/reference.h"
 
 namespace mf::runtime::ops {
@@ -59,6 +60,40 @@ ir::OpBuilder declare(std::string name, const ir::ElementwiseMath& math,
       .samples(binary_samples(low, high))
       .doc(std::move(doc));
   return b;
+}
+
+// Backward rules. Each operand's gradient is summed back to its own shape over the axes it was
+// broadcast along (GradBuilder::reduce_to).
+void set_reduced(ir::GradBuilder& b, size_t i, ir::GradValue g) {
+  b.set_grad(i, b.reduce_to(g, b.input_type(i).shape));
+}
+
+void add_backward(ir::GradBuilder& b) {
+  for (size_t i = 0; i < 2; ++i) {
+    if (b.wants_grad(i)) set_reduced(b, i, b.dout(0));
+  }
+}
+
+void sub_backward(ir::GradBuilder& b) {
+  if (b.wants_grad(0)) set_reduced(b, 0, b.dout(0));
+  // Negated after the sum: the smaller tensor.
+  if (b.wants_grad(1)) b.set_grad(1, b.op("neg", {b.reduce_to(b.dout(0), b.input_type(1).shape)}));
+}
+
+void mul_backward(ir::GradBuilder& b) {
+  for (size_t i = 0; i < 2; ++i) {
+    if (b.wants_grad(i)) set_reduced(b, i, b.op("mul", {b.dout(0), b.input(1 - i)}));
+  }
+}
+
+// y = a / b: da = dout / b, db = -dout a / b^2 = -(dout / b) y.
+void div_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0) && !b.wants_grad(1)) return;
+  const ir::GradValue over_b = b.op("div", {b.dout(0), b.input(1)});
+  if (b.wants_grad(0)) set_reduced(b, 0, over_b);
+  if (b.wants_grad(1)) {
+    set_reduced(b, 1, b.op("neg", {b.op("mul", {over_b, b.output(0)})}));
+  }
 }
 
 // add, sub, mul, div, maximum and minimum over float32 are also emitted as single AVX-512
@@ -133,17 +168,25 @@ const ir::ElementwiseMath kFloorModMath =
       return a.binaryExpr(b, [](T x, T y) { return floor_mod_value(x, y); });
     });
 
-const ir::OpRegistration kAdd = declare(
-    "add", kAddMath, [](double a, double b) { return a + b; }, "a + b", Trait::kCommutative);
-const ir::OpRegistration kSub = declare(
-    "sub", kSubMath, [](double a, double b) { return a - b; }, "a - b");
-const ir::OpRegistration kMul = declare(
-    "mul", kMulMath, [](double a, double b) { return a * b; }, "a * b", Trait::kCommutative);
+const ir::OpRegistration kAdd =
+    declare(
+        "add", kAddMath, [](double a, double b) { return a + b; }, "a + b", Trait::kCommutative)
+        .backward({}, add_backward);
+const ir::OpRegistration kSub =
+    declare(
+        "sub", kSubMath, [](double a, double b) { return a - b; }, "a - b")
+        .backward({}, sub_backward);
+const ir::OpRegistration kMul =
+    declare(
+        "mul", kMulMath, [](double a, double b) { return a * b; }, "a * b", Trait::kCommutative)
+        .backward({.inputs = 0b11}, mul_backward);
 // Divisors are kept away from zero in the samples: near a pole float32 and double differ by more
 // than any tolerance says anything about.
-const ir::OpRegistration kDiv = declare(
-    "div", kDivMath, [](double a, double b) { return a / b; },
-    "a / b (true division, floats only; truncate_div divides integers)", Trait::kNone, 0.5, 2.0);
+const ir::OpRegistration kDiv =
+    declare(
+        "div", kDivMath, [](double a, double b) { return a / b; },
+        "a / b (true division, floats only; truncate_div divides integers)", Trait::kNone, 0.5, 2.0)
+        .backward({.inputs = 0b10, .outputs = 1}, div_backward);
 // Integer division is its own op rather than div over integers: an op's reference sees values, not
 // dtypes, and 7 / 2 is 3.5 in div's math. The references model the zero-divisor rule; the
 // samples' integers include 0 and -1 divisors. (The wrap of INT_MIN / -1 is beyond the samples.)

@@ -24,6 +24,7 @@
 #include "runtime/dnnl/primitive_cache.h"
 #include "runtime/kernels/expand_util.h"
 #include "runtime/kernels/gemv.h"
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
 #include "runtime/parallel.h"
@@ -436,6 +437,37 @@ ir::Attrs transposes(bool a, bool b) {
   return {{"transpose_a", a}, {"transpose_b", b}};
 }
 
+// The backward of c = op(a) op(b) (op: the transpose flags) as two products of the same op, with
+// dc and the other operand transposed as needed, so that no transpose is materialized:
+//   (a, b):     da = dc b',   db = a' dc        (a', b'): da = b' dc',  db = dc' a'
+//   (a', b):    da = b dc',   db = a dc         (a, b'):  da = dc b,    db = dc' a
+// A batch operand that broadcast is summed back to its shape (reduce_to). matmul_bias adds the sum
+// of dc over rows for its bias.
+void matmul_backward(ir::GradBuilder& b) {
+  // Rank-2 operands multiply as matmul whatever the forward op was.
+  const bool matrices = b.input_type(0).shape.size() == 2 && b.input_type(1).shape.size() == 2;
+  const std::string_view op = matrices ? "matmul" : "batch_matmul";
+  const bool ta = ir::attr_bool(b.attrs(), "transpose_a", op);
+  const bool tb = ir::attr_bool(b.attrs(), "transpose_b", op);
+  const ir::GradValue dc = b.dout(0);
+  auto product = [&](ir::GradValue x, ir::GradValue y, bool tx, bool ty) {
+    return b.op(op, {x, y}, transposes(tx, ty));
+  };
+  if (b.wants_grad(0)) {
+    const ir::GradValue rhs = b.input(1);
+    const ir::GradValue da = ta ? product(rhs, dc, tb, true) : product(dc, rhs, false, !tb);
+    b.set_grad(0, b.reduce_to(da, b.input_type(0).shape));
+  }
+  if (b.wants_grad(1)) {
+    const ir::GradValue lhs = b.input(0);
+    const ir::GradValue db = tb ? product(dc, lhs, true, ta) : product(lhs, dc, !ta, false);
+    b.set_grad(1, b.reduce_to(db, b.input_type(1).shape));
+  }
+  if (b.num_inputs() == 3 && b.wants_grad(2)) {
+    b.set_grad(2, b.reduce_to(dc, b.input_type(2).shape));
+  }
+}
+
 const ir::OpRegistration kMatmul =
     ir::define_op("matmul")
         .arity(2)
@@ -466,7 +498,8 @@ const ir::OpRegistration kMatmul =
             sample({f32({1, 300}), f32({203, 300})}, transposes(false, true)),
         })
         .tolerance(1e-4)
-        .doc("matrix product of two rank-2 tensors: (m, k) x (k, n) -> (m, n)");
+        .doc("matrix product of two rank-2 tensors: (m, k) x (k, n) -> (m, n)")
+        .backward({.inputs = 0b11}, matmul_backward);
 
 std::vector<RefTensor> matmul_bias_reference(std::span<const RefTensor> in, const Attrs& attrs) {
   std::vector<RefTensor> out = matmul_reference(in.first(2), attrs);
@@ -497,7 +530,8 @@ const ir::OpRegistration kMatmulBias =
         .tolerance(1e-4)
         .doc(
             "matmul(a, b) + bias, the bias one value per output column, added to each row block "
-            "while it is in cache; rounds as matmul then add");
+            "while it is in cache; rounds as matmul then add")
+        .backward({.inputs = 0b11}, matmul_backward);
 
 const ir::OpRegistration kBatchMatmul =
     ir::define_op("batch_matmul")
@@ -519,7 +553,8 @@ const ir::OpRegistration kBatchMatmul =
             sample({f32({3, 33, 17}), f32({17, 19})}, transposes(false, false)),
         })
         .tolerance(1e-4)
-        .doc("matrix product over the last two dims; leading (batch) dims broadcast numpy-style");
+        .doc("matrix product over the last two dims; leading (batch) dims broadcast numpy-style")
+        .backward({.inputs = 0b11}, matmul_backward);
 
 // The primitive matmul_kernel runs for float32 inputs in the default (non-deterministic) mode.
 // Deterministic runs use one-thread primitives per fixed row block, made at their first run.
@@ -633,7 +668,19 @@ const ir::OpRegistration kBiasAdd =
             sample({f32({2, 3, 4, 5}), f32({3})}, {{"axis", int64_t{1}}}),
             sample({f32({6}), f32({6})}),
         })
-        .doc("x + bias along `axis` of x (expands to reshape + add)");
+        .doc("x + bias along `axis` of x (expands to reshape + add)")
+        .backward({}, [](ir::GradBuilder& b) {
+          if (b.wants_grad(0)) b.set_grad(0, b.dout(0));
+          if (!b.wants_grad(1)) return;
+          const int64_t rank = static_cast<int64_t>(b.input_type(0).shape.size());
+          const int64_t axis =
+              ir::normalize_axis(ir::attr_int(b.attrs(), "axis", "bias_add"), rank, "bias_add");
+          std::vector<int64_t> others;
+          for (int64_t d = 0; d < rank; ++d) {
+            if (d != axis) others.push_back(d);
+          }
+          b.set_grad(1, sum_over(b, b.dout(0), others, false));
+        });
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -12,6 +12,7 @@
 
 #include "runtime/kernels/conv_window.h"
 #include "runtime/kernels/expand_util.h"
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
 #include "runtime/kernels/row_math.h"
@@ -191,6 +192,24 @@ std::vector<ir::Value> expand_softmax(ir::Graph& graph, ir::Node& node, bool bit
   }
 }
 
+// Backward, from the output y along the axis: softmax dx = y (dy - sum(dy y)); log_softmax
+// dx = dy - exp(y) sum(dy).
+template <bool Log>
+void softmax_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  const std::string_view op = Log ? "log_softmax" : "softmax";
+  const int64_t axis =
+      ir::normalize_axis(ir::attr_int(b.attrs(), "axis", op), rank_of(b.input_type(0)), op);
+  const ir::GradValue y = b.output(0), dy = b.dout(0);
+  if constexpr (Log) {
+    const ir::GradValue sum = b.op("reduce_sum", {dy}, keep_axes({axis}));
+    b.set_grad(0, b.op("sub", {dy, b.op("mul", {b.op("exp", {y}), sum})}));
+  } else {
+    const ir::GradValue sum = b.op("reduce_sum", {b.op("mul", {dy, y})}, keep_axes({axis}));
+    b.set_grad(0, b.op("mul", {y, b.op("sub", {dy, sum})}));
+  }
+}
+
 const ir::OpRegistration kSoftmax =
     ir::define_op("softmax")
         .arity(1)
@@ -205,7 +224,8 @@ const ir::OpRegistration kSoftmax =
         .samples(softmax_samples())
         .doc(
             "exp(x - max) / sum(exp(x - max)) along axis (expands to reduce_max, sub, exp, "
-            "reduce_sum, div)");
+            "reduce_sum, div)")
+        .backward({.outputs = 1}, softmax_backward<false>);
 
 const ir::OpRegistration kLogSoftmax =
     ir::define_op("log_softmax")
@@ -220,7 +240,8 @@ const ir::OpRegistration kLogSoftmax =
         .reference(softmax_reference<true>)
         .samples(softmax_samples())
         .tolerance(1e-5)
-        .doc("x - max - log(sum(exp(x - max))) along axis");
+        .doc("x - max - log(sum(exp(x - max))) along axis")
+        .backward({.outputs = 1}, softmax_backward<true>);
 
 // ---- layer_norm ----
 
@@ -323,6 +344,37 @@ std::vector<ir::Value> expand_layer_norm(ir::Graph& graph, ir::Node& node, bool 
   return {e.op("add", {scaled, e.input(2)})};
 }
 
+// Backward, recomputing mean and rstd from x (layer_norm returns y only). With xhat = (x - mean)
+// rstd and g = dy gamma, over the normalized axes:
+//   dx = rstd (g - mean(g) - xhat mean(g xhat)),  dgamma = sum over rows of dy xhat,  dbeta = sum
+//   dy.
+void layer_norm_backward(ir::GradBuilder& b) {
+  const ir::TensorType& x_type = b.input_type(0);
+  const int64_t rank = rank_of(x_type);
+  const int64_t begin = ir::normalize_axis(ir::attr_int(b.attrs(), "begin_norm_axis", "layer_norm"),
+                                           rank, "layer_norm");
+  const double epsilon = ir::attr_float(b.attrs(), "epsilon", "layer_norm");
+  const ir::GradValue dy = b.dout(0);
+  if (b.wants_grad(2)) b.set_grad(2, b.reduce_to(dy, b.input_type(2).shape));
+  if (!b.wants_grad(0) && !b.wants_grad(1)) return;
+  std::vector<int64_t> axes;
+  for (int64_t d = begin; d < rank; ++d) axes.push_back(d);
+  const ir::GradValue x = b.input(0);
+  const ir::GradValue centred = b.op("sub", {x, b.op("reduce_mean", {x}, keep_axes(axes))});
+  const ir::GradValue var = b.op("reduce_mean", {b.op("mul", {centred, centred})}, keep_axes(axes));
+  const ir::GradValue rstd = b.op("rsqrt", {b.op("add", {var, scalar_like(b, epsilon)})});
+  const ir::GradValue xhat = b.op("mul", {centred, rstd});
+  if (b.wants_grad(1)) {
+    b.set_grad(1, b.reduce_to(b.op("mul", {dy, xhat}), b.input_type(1).shape));
+  }
+  if (!b.wants_grad(0)) return;
+  const ir::GradValue g = b.op("mul", {dy, b.input(1)});
+  const ir::GradValue mean_g = b.op("reduce_mean", {g}, keep_axes(axes));
+  const ir::GradValue mean_gx = b.op("reduce_mean", {b.op("mul", {g, xhat})}, keep_axes(axes));
+  const ir::GradValue inner = b.op("sub", {b.op("sub", {g, mean_g}), b.op("mul", {xhat, mean_gx})});
+  b.set_grad(0, b.op("mul", {rstd, inner}));
+}
+
 const ir::OpRegistration kLayerNorm =
     ir::define_op("layer_norm")
         .arity(3)
@@ -343,7 +395,8 @@ const ir::OpRegistration kLayerNorm =
         .tolerance(1e-4)
         .doc(
             "(x - mean) / sqrt(var + epsilon) * gamma + beta over the trailing axes; returns y "
-            "only");
+            "only")
+        .backward({.inputs = 0b011}, layer_norm_backward);
 
 // ---- batch_norm (inference) ----
 

@@ -19,6 +19,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
 #include "runtime/kernels/row_math.h"
@@ -425,6 +426,39 @@ std::vector<ir::OpSample> prod_samples() {
   };
 }
 
+// Backward rules. A reduced value's gradient goes back to the elements it came from: dout with
+// the reduced axes restored as size 1 (keep_dims), then broadcast over them.
+
+// dout in the keep_dims shape of the reduction, so it broadcasts against the input.
+ir::GradValue dout_kept(ir::GradBuilder& b, std::string_view op) {
+  const std::vector<bool> reduced = reduced_axes(op, b.input_type(0).shape, b.attrs());
+  return reshape_to(b, b.dout(0), reduced_shape(b.input_type(0).shape, reduced, true));
+}
+
+// The number of elements each reduced value summarizes.
+int64_t reduced_count(ir::GradBuilder& b, std::string_view op) {
+  const Shape& shape = b.input_type(0).shape;
+  const std::vector<bool> reduced = reduced_axes(op, shape, b.attrs());
+  int64_t count = 1;
+  for (size_t d = 0; d < shape.size(); ++d) count *= reduced[d] ? shape[d] : 1;
+  return count;
+}
+
+void sum_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  b.set_grad(0, broadcast_to(b, dout_kept(b, "reduce_sum"), b.input_type(0).shape));
+}
+
+void mean_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  // Scaled before the broadcast, on the smaller tensor. An empty reduction has no input element
+  // to give a gradient to: its scale is never used.
+  const int64_t count = reduced_count(b, "reduce_mean");
+  const ir::GradValue scaled = b.op(
+      "mul", {dout_kept(b, "reduce_mean"), scalar_like(b, count > 0 ? 1.0 / double(count) : 0.0)});
+  b.set_grad(0, broadcast_to(b, scaled, b.input_type(0).shape));
+}
+
 ir::OpBuilder declare(std::string name, std::initializer_list<DType> types, std::string doc,
                       ir::KernelFn kernel, ir::ReferenceFn reference, double tolerance,
                       ir::ReduceMath math) {
@@ -447,10 +481,13 @@ ir::OpBuilder declare(std::string name, std::initializer_list<DType> types, std:
 const ir::OpRegistration kReduceSum =
     declare("reduce_sum", kNumericTypes, "sum over axes", reduce_kernel<Reduction::kSum>,
             reduce_reference<Reduction::kSum>, 1e-4,
-            reduce_math<Reduction::kSum, float, double, int32_t, int64_t>());
-const ir::OpRegistration kReduceMean = declare(
-    "reduce_mean", kFloatTypes, "mean over axes", reduce_kernel<Reduction::kMean>,
-    reduce_reference<Reduction::kMean>, 1e-5, reduce_math<Reduction::kMean, float, double>());
+            reduce_math<Reduction::kSum, float, double, int32_t, int64_t>())
+        .backward({}, sum_backward);
+const ir::OpRegistration kReduceMean =
+    declare("reduce_mean", kFloatTypes, "mean over axes", reduce_kernel<Reduction::kMean>,
+            reduce_reference<Reduction::kMean>, 1e-5,
+            reduce_math<Reduction::kMean, float, double>())
+        .backward({}, mean_backward);
 const ir::OpRegistration kReduceMax =
     declare("reduce_max", kNumericTypes, "maximum over axes", reduce_kernel<Reduction::kMax>,
             reduce_reference<Reduction::kMax>, 1e-6,

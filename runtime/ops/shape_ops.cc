@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
 #include "runtime/kernels/strided.h"
@@ -96,7 +97,8 @@ const ir::OpRegistration kReshape =
             {f32({}), {{"shape", std::vector<int64_t>{1, 1}}}},
             {f32({1}), {{"shape", std::vector<int64_t>{}}}},
         }))
-        .doc("same elements in row-major order, new shape");
+        .doc("same elements in row-major order, new shape")
+        .backward({}, view_backward);
 
 // ---- flatten ----
 
@@ -123,7 +125,8 @@ const ir::OpRegistration kFlatten =
         .reference(view_reference(infer_flatten))
         .samples({sample({f32({2, 3, 4})}), sample({f32({5})}), sample({f32({2, 3, 2, 2})}),
                   sample({f32({0, 4, 2, 2})})})
-        .doc("(d0, d1, ...) -> (d0, d1 * ...): keeps the batch dim");
+        .doc("(d0, d1, ...) -> (d0, d1 * ...): keeps the batch dim")
+        .backward({}, view_backward);
 
 // ---- expand_dims ----
 
@@ -150,7 +153,8 @@ const ir::OpRegistration kExpandDims =
             {f32({2, 3}), {{"axis", int64_t{1}}}},
             {f32({}), {{"axis", int64_t{0}}}},
         }))
-        .doc("inserts a size-1 axis");
+        .doc("inserts a size-1 axis")
+        .backward({}, view_backward);
 
 // ---- squeeze ----
 
@@ -189,7 +193,8 @@ const ir::OpRegistration kSqueeze =
             {f32({1, 3, 1, 2}), {{"axes", std::vector<int64_t>{-2}}}},
             {f32({1}), {}},
         }))
-        .doc("removes size-1 axes");
+        .doc("removes size-1 axes")
+        .backward({}, view_backward);
 
 // ---- transpose ----
 
@@ -259,7 +264,15 @@ const ir::OpRegistration kTranspose =
             {f32({8, 128, 4, 16}), {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}},
             {f32({}), {}},
         }))
-        .doc("permutes axes");
+        .doc("permutes axes")
+        .backward({}, [](ir::GradBuilder& b) {
+          if (!b.wants_grad(0)) return;
+          // The inverse permutation: input axis perm[i] comes back from output axis i.
+          const std::vector<int64_t> perm = resolve_perm(b.input_type(0).shape, b.attrs());
+          std::vector<int64_t> inverse(perm.size());
+          for (size_t i = 0; i < perm.size(); ++i) inverse[perm[i]] = static_cast<int64_t>(i);
+          b.set_grad(0, b.op("transpose", {b.dout(0)}, {{"perm", inverse}}));
+        });
 
 // ---- broadcast_to ----
 

@@ -12,6 +12,7 @@
 
 #include "runtime/kernels/elementwise_kernel.h"
 #include "runtime/kernels/expand_util.h"
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/reference.h"
 
 namespace mf::runtime::ops {
@@ -143,6 +144,53 @@ std::vector<ir::Value> expand_gelu_erf(ir::Graph& graph, ir::Node& node, bool) {
   return {e.op("mul", {e.op("mul", {e.scalar(0.5, t), x}), one_plus})};
 }
 
+// Backward rules: dout times the local derivative. A rule reads the output where the derivative is
+// cheapest from it (exp, sqrt, sigmoid, tanh, relu), so the input can be freed after the forward.
+constexpr ir::GradNeeds kNeedsInput{.inputs = 1};
+constexpr ir::GradNeeds kNeedsOutput{.outputs = 1};
+
+ir::GradValue x_of(ir::GradBuilder& b) {
+  return b.input(0);
+}
+ir::GradValue y_of(ir::GradBuilder& b) {
+  return b.output(0);
+}
+
+// 1 - v * v (tanh's derivative from its output).
+ir::GradValue one_minus_square(ir::GradBuilder& b, ir::GradValue v) {
+  return b.op("sub", {scalar_like(b, 1), b.op("mul", {v, v})});
+}
+
+// d/dx 0.5 x (1 + tanh(u)), u = c (x + k x^3): 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2).
+ir::GradValue gelu_tanh_derivative(ir::GradBuilder& b) {
+  const ir::GradValue x = x_of(b);
+  const ir::GradValue x2 = b.op("mul", {x, x});
+  const ir::GradValue cubic = b.op("mul", {scalar_like(b, kGeluCubic), b.op("mul", {x2, x})});
+  const ir::GradValue t =
+      b.op("tanh", {b.op("mul", {scalar_like(b, kSqrt2OverPi), b.op("add", {x, cubic})})});
+  const ir::GradValue du = b.op(
+      "mul", {scalar_like(b, kSqrt2OverPi),
+              b.op("add", {scalar_like(b, 1), b.op("mul", {scalar_like(b, 3 * kGeluCubic), x2})})});
+  const ir::GradValue left =
+      b.op("mul", {scalar_like(b, 0.5), b.op("add", {scalar_like(b, 1), t})});
+  const ir::GradValue right = b.op(
+      "mul", {b.op("mul", {scalar_like(b, 0.5), x}), b.op("mul", {one_minus_square(b, t), du})});
+  return b.op("add", {left, right});
+}
+
+// d/dx 0.5 x (1 + erf(x / sqrt 2)): 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi).
+ir::GradValue gelu_erf_derivative(ir::GradBuilder& b) {
+  const ir::GradValue x = x_of(b);
+  const ir::GradValue cdf =
+      b.op("mul", {scalar_like(b, 0.5),
+                   b.op("add", {scalar_like(b, 1),
+                                b.op("erf", {b.op("mul", {x, scalar_like(b, kInvSqrt2)})})})});
+  const ir::GradValue density =
+      b.op("mul", {scalar_like(b, 0.5 * std::numbers::inv_sqrtpi * std::numbers::sqrt2),
+                   b.op("exp", {b.op("mul", {scalar_like(b, -0.5), b.op("mul", {x, x})})})});
+  return b.op("add", {cdf, b.op("mul", {x, density})});
+}
+
 ir::OpBuilder declare(std::string name, const ir::ElementwiseMath& math,
                       double (*reference)(double), std::string doc, Trait extra = Trait::kNone,
                       double low = -2.0, double high = 2.0) {
@@ -159,33 +207,71 @@ ir::OpBuilder declare(std::string name, const ir::ElementwiseMath& math,
 }
 
 const ir::OpRegistration kNeg = declare(
-    "neg", kNegMath, [](double x) { return -x; }, "-x");
+                                    "neg", kNegMath, [](double x) { return -x; }, "-x")
+                                    .backward({}, [](ir::GradBuilder& b) {
+                                      if (b.wants_grad(0)) b.set_grad(0, b.op("neg", {b.dout(0)}));
+                                    });
 const ir::OpRegistration kAbs = declare(
     "abs", kAbsMath, [](double x) { return std::abs(x); }, "|x|");
 const ir::OpRegistration kExp = declare(
-    "exp", kExpMath, [](double x) { return std::exp(x); }, "e^x");
+                                    "exp", kExpMath, [](double x) { return std::exp(x); }, "e^x")
+                                    .backward(kNeedsOutput, chain_rule(y_of));
 const ir::OpRegistration kLog = declare(
-    "log", kLogMath, [](double x) { return std::log(x); }, "natural logarithm", Trait::kNone, 0.1,
-    4.0);
-const ir::OpRegistration kSqrt = declare(
-    "sqrt", kSqrtMath, [](double x) { return std::sqrt(x); }, "square root", Trait::kNone, 0.0,
-    4.0);
-const ir::OpRegistration kRsqrt = declare(
-    "rsqrt", kRsqrtMath, [](double x) { return 1.0 / std::sqrt(x); }, "1 / sqrt(x)", Trait::kNone,
-    0.1, 4.0);
-const ir::OpRegistration kSquare = declare(
-                                       "square", kSquareMath, [](double x) { return x * x; },
-                                       "x * x (expands to mul)", Trait::kComposite)
-                                       .expander(expand_square);
-const ir::OpRegistration kRelu = declare(
-    "relu", kReluMath, [](double x) { return x > 0 ? x : 0.0; }, "max(x, 0)");
+                                    "log", kLogMath, [](double x) { return std::log(x); },
+                                    "natural logarithm", Trait::kNone, 0.1, 4.0)
+                                    .backward(kNeedsInput, [](ir::GradBuilder& b) {
+                                      if (!b.wants_grad(0)) return;
+                                      b.set_grad(0, b.op("div", {b.dout(0), b.input(0)}));
+                                    });
+const ir::OpRegistration kSqrt =
+    declare(
+        "sqrt", kSqrtMath, [](double x) { return std::sqrt(x); }, "square root", Trait::kNone, 0.0,
+        4.0)
+        .backward(kNeedsOutput, [](ir::GradBuilder& b) {
+          // 1 / (2 sqrt x) = 0.5 / y
+          if (!b.wants_grad(0)) return;
+          b.set_grad(0, b.op("div", {b.op("mul", {b.dout(0), scalar_like(b, 0.5)}), b.output(0)}));
+        });
+const ir::OpRegistration kRsqrt =
+    declare(
+        "rsqrt", kRsqrtMath, [](double x) { return 1.0 / std::sqrt(x); }, "1 / sqrt(x)",
+        Trait::kNone, 0.1, 4.0)
+        .backward(
+            kNeedsOutput, chain_rule([](ir::GradBuilder& b) {
+              // -x^(-3/2) / 2 = -y^3 / 2
+              const ir::GradValue y = b.output(0);
+              return b.op("mul", {scalar_like(b, -0.5), b.op("mul", {b.op("mul", {y, y}), y})});
+            }));
+const ir::OpRegistration kSquare =
+    declare(
+        "square", kSquareMath, [](double x) { return x * x; }, "x * x (expands to mul)",
+        Trait::kComposite)
+        .expander(expand_square)
+        .backward(kNeedsInput, chain_rule([](ir::GradBuilder& b) {
+                    return b.op("mul", {scalar_like(b, 2), b.input(0)});
+                  }));
+const ir::OpRegistration kRelu =
+    declare(
+        "relu", kReluMath, [](double x) { return x > 0 ? x : 0.0; }, "max(x, 0)")
+        .backward(kNeedsOutput, chain_rule([](ir::GradBuilder& b) {
+                    // sign(y) is 1 where x > 0 and 0 elsewhere (y >= 0): the step, as one
+                    // elementwise op.
+                    return b.op("sign", {b.output(0)});
+                  }));
 const ir::OpRegistration kSigmoid =
     declare(
         "sigmoid", kSigmoidMath, [](double x) { return 1.0 / (1.0 + std::exp(-x)); },
         "1 / (1 + exp(-x)) (expands to neg, exp, add, div)", Trait::kComposite)
-        .expander(expand_sigmoid);
-const ir::OpRegistration kTanh = declare(
-    "tanh", kTanhMath, [](double x) { return std::tanh(x); }, "hyperbolic tangent");
+        .expander(expand_sigmoid)
+        .backward(kNeedsOutput, chain_rule([](ir::GradBuilder& b) {
+                    const ir::GradValue y = b.output(0);
+                    return b.op("mul", {y, b.op("sub", {scalar_like(b, 1), y})});
+                  }));
+const ir::OpRegistration kTanh =
+    declare(
+        "tanh", kTanhMath, [](double x) { return std::tanh(x); }, "hyperbolic tangent")
+        .backward(kNeedsOutput,
+                  chain_rule([](ir::GradBuilder& b) { return one_minus_square(b, b.output(0)); }));
 const ir::OpRegistration kErf = declare(
     "erf", kErfMath, [](double x) { return std::erf(x); }, "Gauss error function");
 const ir::OpRegistration kGeluTanh =
@@ -196,13 +282,15 @@ const ir::OpRegistration kGeluTanh =
         },
         "GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
         Trait::kComposite)
-        .expander(expand_gelu_tanh);
+        .expander(expand_gelu_tanh)
+        .backward(kNeedsInput, chain_rule(gelu_tanh_derivative));
 const ir::OpRegistration kGeluErf =
     declare(
         "gelu_erf", kGeluErfMath,
         [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::numbers::sqrt2)); },
         "GELU, exact form: 0.5 x (1 + erf(x / sqrt 2))", Trait::kComposite)
-        .expander(expand_gelu_erf);
+        .expander(expand_gelu_erf)
+        .backward(kNeedsInput, chain_rule(gelu_erf_derivative));
 const ir::OpRegistration kSign = declare(
     "sign", kSignMath,
     [](double x) {

@@ -5,7 +5,6 @@
 
 #include "base/error.h"
 #include "ir/grad_builder.h"
-#include "passes/passes.h"
 
 namespace mf::passes {
 namespace {
@@ -114,6 +113,66 @@ class GradientSums {
   std::unordered_map<Value, Value, ir::ValueHash> sums_;
 };
 
+// The callee of a `call` node, or null.
+const std::string* call_target(const ir::Node& node) {
+  if (node.op() != "call") return nullptr;
+  auto it = node.attrs().find("graph");
+  return it == node.attrs().end() ? nullptr : std::get_if<std::string>(&it->second);
+}
+
+// Copies every call's body in place of the call, and the calls among the copies in turn, each
+// callee resolved from the graph that holds its call (a cell's children are its subgraphs), so
+// the backward sees one flat list of ops in program order, as the tape does. Traces never recurse
+// (each call of a cell is its own subgraph) and are bounded by max_call_depth; the explicit stack
+// keeps deep nesting off the C++ stack.
+void flatten_calls(ir::Graph& graph) {
+  struct Pending {
+    ir::Node* call;
+    const ir::Graph* context;
+  };
+  std::vector<Pending> pending;
+  for (ir::Node& node : graph.nodes()) {
+    if (call_target(node) != nullptr) pending.push_back({&node, &graph});
+  }
+  while (!pending.empty()) {
+    const Pending next = pending.back();
+    pending.pop_back();
+    ir::Node& call = *next.call;
+    const ir::Graph* callee = next.context->resolve_subgraph(*call_target(call));
+    MF_CHECK(callee != nullptr, InvalidArgument, "call of @", echo(*call_target(call), 80),
+             ": no such subgraph");
+    MF_CHECK(callee->outputs().size() == call.num_outputs(), InvalidArgument, "call of @",
+             callee->name(), " has ", call.num_outputs(), " outputs but the subgraph returns ",
+             callee->outputs().size());
+    std::unordered_map<Value, Value, ir::ValueHash> mapped;
+    for (size_t i = 0; i < callee->num_parameters(); ++i) {
+      mapped[Value(callee->parameter(i))] = call.input(i);
+    }
+    for (size_t c = 0; c < callee->num_constants(); ++c) {
+      const ir::Constant* constant = callee->constant(c);
+      mapped[Value(callee->constant(c))] = graph.add_constant(constant->type(), constant->bytes());
+    }
+    for (const ir::Node& node : callee->nodes()) {
+      std::vector<Value> inputs;
+      for (const Value& v : node.inputs()) inputs.push_back(mapped.at(v));
+      ir::NodeInfo info = node.info();
+      if (info.scope.empty()) info.scope = call.scope();
+      if (info.location.empty()) info.location = call.location();
+      const auto types = node.output_types();
+      ir::Node* copy = graph.create_node(&call, node.op(), std::move(inputs), node.attrs(),
+                                         {types.begin(), types.end()}, std::move(info));
+      for (size_t k = 0; k < node.num_outputs(); ++k) {
+        mapped[Value(const_cast<ir::Node*>(&node), k)] = copy->output(k);
+      }
+      if (call_target(*copy) != nullptr) pending.push_back({copy, callee});
+    }
+    for (size_t k = 0; k < call.num_outputs(); ++k) {
+      graph.replace_all_uses(call.output(k), mapped.at(callee->outputs()[k]));
+    }
+    graph.erase_node(&call);
+  }
+}
+
 Value zeros_of(ir::Graph& graph, const ir::TensorType& type, const ir::NodeInfo& info) {
   return graph
       .add_node("zeros", {},
@@ -126,7 +185,7 @@ Value zeros_of(ir::Graph& graph, const ir::TensorType& type, const ir::NodeInfo&
 }  // namespace
 
 void differentiate(ir::Graph& graph, const GradRequest& request) {
-  make_inline_calls()->run(graph);
+  flatten_calls(graph);
   MF_CHECK(request.output < graph.outputs().size(), InvalidArgument, "graph @", graph.name(),
            " has ", graph.outputs().size(), " outputs; cannot differentiate output ",
            request.output);

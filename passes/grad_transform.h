@@ -25,7 +25,7 @@ struct GradRequest {
   bool keep_outputs = true;  // the forward outputs first; false: the gradients alone
 };
 
-// Calls are inlined first. Afterwards the outputs are the forward outputs (keep_outputs), then one
+// Calls are flattened first (every cell's body copied in place of its call). Afterwards the outputs are the forward outputs (keep_outputs), then one
 // gradient per request.wrt entry: zeros for a parameter the output does not depend on. Backward
 // nodes carry their forward node's scope under "Gradients/". InvalidArgument for an op on the path
 // without a rule (naming the op and its scope), a non-floating parameter or output asked for a

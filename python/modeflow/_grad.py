@@ -8,7 +8,7 @@ function (several inputs, ``has_aux``, a position other than 0) is recorded on a
 mode. The return structures are MindSpore's.
 """
 
-from ._modeflow import Parameter, Tensor
+from ._modeflow import Parameter, Tensor, float32, float64
 from ._modeflow import autodiff as _autodiff
 from ._modeflow.nn import Cell
 
@@ -53,7 +53,7 @@ def _weights(weights):
 
 
 def _is_floating(tensor):
-    return str(tensor.dtype) in ("Float32", "Float64")
+    return tensor.dtype in (float32, float64)
 
 
 def _as_tensor(value, what):

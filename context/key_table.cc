@@ -234,8 +234,8 @@ std::vector<KeySpec> make_context_keys() {
        .example = true,
        .effective_on_cpu = false,
        .doc = "Check that back-propagation outputs match their inputs' shape and dtype",
-       .on_cpu = "none: modeflow has no automatic differentiation, so there are no "
-                 "back-propagation outputs to check"},
+       .on_cpu = "none: cells take no custom bprop in modeflow yet (every backward comes from the "
+                 "ops' own rules), so there is no bprop output to check"},
       {.name = "max_call_depth",
        .type = VT::kInt,
        .default_value = 1000,
@@ -252,9 +252,9 @@ std::vector<KeySpec> make_context_keys() {
        .type = VT::kBool,
        .default_value = false,
        .example = true,
-       .effective_on_cpu = false,
        .doc = "Allow gradients with respect to scalar inputs",
-       .on_cpu = "none: modeflow has no automatic differentiation, so no gradients are taken"},
+       .on_cpu = "Python int and float arguments of a differentiated function become inputs with "
+                 "gradients (off: constants, dropped from the gradients)"},
       {.name = "enable_compile_cache",
        .type = VT::kBool,
        .default_value = false,

@@ -483,6 +483,13 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
             v["reserve_class_name_in_scope"].get<bool>() ? "scopes read Default/net-Mlp/fc1-Dense"
                                                          : "scopes read Default/net/fc1");
   policy.max_call_depth = plain(snapshot, "max_call_depth", v["max_call_depth"].get<int>(), "");
+  const bool grad_for_scalar = v["grad_for_scalar"].get<bool>();
+  policy.grad_for_scalar =
+      plain(snapshot, "grad_for_scalar", grad_for_scalar,
+            grad_for_scalar ? "Python int and float arguments of a differentiated function become "
+                              "tensor inputs and get gradients"
+                            : "Python int and float arguments of a differentiated function are "
+                              "constants: their positions are dropped from the gradients");
   const std::string print_path = v["print_file_path"].get<std::string>();
   policy.print_file_path =
       plain(snapshot, "print_file_path", print_path,
@@ -533,6 +540,7 @@ std::vector<Explanation> explain(const Policy& p) {
       {"reserve_class_name_in_scope", b(p.reserve_class_name_in_scope.value),
        p.reserve_class_name_in_scope.reason},
       {"max_call_depth", n(p.max_call_depth.value), p.max_call_depth.reason},
+      {"grad.grad_for_scalar", b(p.grad_for_scalar.value), p.grad_for_scalar.reason},
       {"print_file_path", p.print_file_path.value.empty() ? "(screen)" : p.print_file_path.value,
        p.print_file_path.reason},
       {"parallel.device_num", n(p.device_num.value), p.device_num.reason},

@@ -106,6 +106,8 @@ struct Policy {
   Decision<DebugLevel> debug_level;
   Decision<bool> reserve_class_name_in_scope;
   Decision<int> max_call_depth;
+  // Gradients: Python numbers given to a differentiated function taken as differentiable inputs.
+  Decision<bool> grad_for_scalar;
   Decision<std::string> print_file_path;  // empty: print to the screen
   // Distribution (from the auto-parallel context).
   Decision<int> device_num;

@@ -65,7 +65,7 @@ def _as_tensor(value, what):
 def _structure(input_grads, weight_grads, positions, single_position, single_weight):
     inputs = None
     if positions is not None:
-        inputs = input_grads[0] if single_position else tuple(input_grads)
+        inputs = input_grads[0] if single_position and input_grads else tuple(input_grads)
     weights = None
     if weight_grads is not None:
         weights = weight_grads[0] if single_weight else tuple(weight_grads)
@@ -114,6 +114,21 @@ def _differentiate(fn, args, positions, weights, has_aux, sens=None):
     return out, grads[:count], grads[count:]
 
 
+def _scalars(args, positions):
+    """Python int and float arguments under grad_for_scalar: tensors with gradients (True), or
+    constants whose positions are dropped from the gradients (False, MindSpore's default)."""
+    numbers = {i for i, a in enumerate(args) if isinstance(a, (int, float)) and
+               not isinstance(a, bool)}
+    if not numbers:
+        return args, positions
+    if _autodiff.grad_for_scalar():
+        return tuple(Tensor(float(a), float32) if i in numbers else a
+                     for i, a in enumerate(args)), positions
+    if positions is not None:
+        positions = tuple(p for p in positions if p not in numbers)
+    return args, positions
+
+
 def _autodiff_sum(tensor):
     from . import ops
     return ops.reduce_sum(tensor)
@@ -127,6 +142,7 @@ def _make(fn, grad_position, weights, has_aux, with_value):
 
     def gradient(*args):
         positions = _positions(grad_position, len(args))
+        args, positions = _scalars(args, positions)
         out, input_grads, weight_grads = _differentiate(fn, args, positions, weight_list, has_aux)
         grads = _structure(input_grads, weight_grads if weight_list else None, positions,
                            single_position, single_weight)

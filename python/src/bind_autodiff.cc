@@ -9,6 +9,7 @@
 #include "bindings.h"
 #include "engine/autodiff/grad.h"
 #include "engine/autodiff/tape.h"
+#include "engine/engine_state.h"
 #include "engine/nn/cell.h"
 
 namespace mf::python {
@@ -60,6 +61,9 @@ struct PyGradFunction {
 
 void bind_autodiff(py::module_& m) {
   py::module_ autodiff = m.def_submodule("autodiff", "the engine side of modeflow's gradients");
+  autodiff.def(
+      "grad_for_scalar", [] { return engine::current_policy()->grad_for_scalar.value; },
+      "The context's grad_for_scalar decision: Python numbers are differentiable inputs.");
   py::class_<PyTape>(autodiff, "Tape", "Records the ops of this thread while in a with block.")
       .def(py::init<>())
       .def(

@@ -143,3 +143,20 @@ def test_an_op_without_a_rule_names_itself_and_its_scope(mode):
     with pytest.raises(Exception, match=r"op `cumsum` at Default/net-Scan has no gradient rule"):
         ms.grad(Scan())(ms.Tensor(np.ones(3, np.float32)))
         ms.ops.sync()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_grad_for_scalar_makes_python_numbers_differentiable(mode):
+    def fn(x, s):
+        return ops.reduce_sum(x * s)
+
+    x = ms.Tensor(np.array([1.0, 2.0], np.float32))
+    ms.set_context(mode=mode)
+    # Off (MindSpore's default): the number is a constant and its position is dropped.
+    grads = ms.grad(fn, (0, 1))(x, 3.0)
+    assert len(grads) == 1
+    np.testing.assert_array_equal(grads[0].asnumpy(), [3.0, 3.0])
+    ms.set_context(grad_for_scalar=True)
+    dx, ds = ms.grad(fn, (0, 1))(x, 3.0)
+    np.testing.assert_array_equal(dx.asnumpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(ds.asnumpy(), 3.0)

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
 #include "runtime/parallel.h"
@@ -107,6 +108,31 @@ std::vector<RefTensor> instance_norm_reference(std::span<const RefTensor> in, co
   return {out};
 }
 
+// Backward as layer_norm's over each plane, with scale and bias per channel: dscale and dbias sum
+// dy xhat and dy over every axis but the channels'.
+void instance_norm_backward(ir::GradBuilder& b) {
+  const int64_t rank = rank_of(b.input_type(0));
+  const ir::GradValue dy = b.dout(0);
+  const std::vector<int64_t> others = all_axes_but(1, rank);
+  if (b.wants_grad(2)) b.set_grad(2, sum_over(b, dy, others, false));
+  if (!b.wants_grad(0) && !b.wants_grad(1)) return;
+  std::vector<int64_t> plane;
+  for (int64_t d = 2; d < rank; ++d) plane.push_back(d);
+  if (plane.empty()) {
+    // Planes of one element normalize to 0: y is the bias alone.
+    if (b.wants_grad(1)) b.set_grad(1, b.zeros_like(b.input_type(1)));
+    if (b.wants_grad(0)) b.set_grad(0, b.zeros_like(b.input_type(0)));
+    return;
+  }
+  const Normalized n =
+      normalize(b, b.input(0), plane, ir::attr_float(b.attrs(), "epsilon", "instance_norm"));
+  if (b.wants_grad(1)) b.set_grad(1, sum_over(b, b.op("mul", {dy, n.xhat}), others, false));
+  if (b.wants_grad(0)) {
+    const ir::GradValue g = b.op("mul", {dy, along_axis(b, b.input(1), 1, rank)});
+    b.set_grad(0, normalized_input_grad(b, g, n, plane));
+  }
+}
+
 const ir::OpRegistration kInstanceNorm =
     ir::define_op("instance_norm")
         .arity(3)
@@ -125,7 +151,8 @@ const ir::OpRegistration kInstanceNorm =
         .tolerance(1e-4)
         .doc(
             "(x - mean) / sqrt(var + epsilon) * scale[c] + bias[c] over each (n, c) plane of "
-            "(N, C, ...) x (ONNX's InstanceNormalization)");
+            "(N, C, ...) x (ONNX's InstanceNormalization)")
+        .backward({.inputs = 0b011}, instance_norm_backward);
 
 // ---- lrn ----
 

@@ -1,5 +1,7 @@
 #include "runtime/kernels/window_backward.h"
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -8,6 +10,11 @@
 
 namespace mf::runtime::ops {
 namespace {
+
+template <typename T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using Strided = Eigen::Map<const RowMatrix<T>, 0, Eigen::OuterStride<>>;
 
 // Planes per parallel chunk so that a chunk touches about 2^15 elements.
 int64_t planes_per_chunk(int64_t plane) {
@@ -32,72 +39,87 @@ TapRange tap_range(int64_t k, int64_t s, int64_t d, int64_t before, int64_t size
 
 }  // namespace
 
+// Each (image, input channel) plane of dx is one task's: the products of the channel's weights
+// with dy, (kh kw x og) times (og x oh ow) as one GEMM, then added at the positions they came from
+// (col2im), in a fixed order.
 template <typename T>
 void conv2d_backward_data(const WindowGeometry& g, int64_t out_channels, int64_t groups,
                           const T* dy, const T* weight, T* dx) {
   const int64_t cg = g.channels / groups, og = out_channels / groups;
-  const int64_t plane = g.h * g.w, out_plane = g.oh * g.ow;
-  parallel_for(g.batch * g.channels, planes_per_chunk(plane * og), [&](int64_t begin, int64_t end) {
-    std::vector<double> acc(plane);
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t n = p / g.channels, channel = p % g.channels;
-      const int64_t group = channel / cg, c = channel % cg;
-      std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t o = group * og; o < (group + 1) * og; ++o) {
-        const T* grad = dy + (n * out_channels + o) * out_plane;
-        for (int64_t i = 0; i < g.kh; ++i) {
-          const TapRange rows = tap_range(i, g.sh, g.dh, g.top, g.h, g.oh);
-          for (int64_t j = 0; j < g.kw; ++j) {
-            const TapRange cols = tap_range(j, g.sw, g.dw, g.left, g.w, g.ow);
-            const double tap = weight[((o * cg + c) * g.kh + i) * g.kw + j];
-            for (int64_t oy = rows.first; oy < rows.last; ++oy) {
-              const int64_t row = (oy * g.sh - g.top + i * g.dh) * g.w - g.left + j * g.dw;
-              const T* from = grad + oy * g.ow;
-              for (int64_t ox = cols.first; ox < cols.last; ++ox) {
-                acc[row + ox * g.sw] += tap * static_cast<double>(from[ox]);
-              }
-            }
-          }
-        }
-      }
-      std::copy(acc.begin(), acc.end(), dx + p * plane);
-    }
-  });
+  const int64_t plane = g.h * g.w, out_plane = g.oh * g.ow, taps = g.kh * g.kw;
+  parallel_for(g.batch * g.channels, planes_per_chunk(og * taps * out_plane + plane),
+               [&](int64_t begin, int64_t end) {
+                 RowMatrix<T> cols;
+                 for (int64_t p = begin; p < end; ++p) {
+                   const int64_t n = p / g.channels, channel = p % g.channels;
+                   const int64_t group = channel / cg, c = channel % cg;
+                   const Strided<T> w(weight + (group * og * cg + c) * taps, og, taps,
+                                      Eigen::OuterStride<>(cg * taps));
+                   const Strided<T> grad(dy + (n * out_channels + group * og) * out_plane, og,
+                                         out_plane, Eigen::OuterStride<>(out_plane));
+                   cols.noalias() = w.transpose() * grad;
+                   T* out = dx + p * plane;
+                   std::fill(out, out + plane, T(0));
+                   for (int64_t i = 0; i < g.kh; ++i) {
+                     const TapRange rows = tap_range(i, g.sh, g.dh, g.top, g.h, g.oh);
+                     for (int64_t j = 0; j < g.kw; ++j) {
+                       const TapRange columns = tap_range(j, g.sw, g.dw, g.left, g.w, g.ow);
+                       const T* from = cols.data() + (i * g.kw + j) * out_plane;
+                       for (int64_t oy = rows.first; oy < rows.last; ++oy) {
+                         const int64_t row =
+                             (oy * g.sh - g.top + i * g.dh) * g.w - g.left + j * g.dw;
+                         for (int64_t ox = columns.first; ox < columns.last; ++ox) {
+                           out[row + ox * g.sw] += from[oy * g.ow + ox];
+                         }
+                       }
+                     }
+                   }
+                 }
+               });
 }
 
+// Each input channel's slice of dw (og x kh kw) is one task's: the sum over images, in order, of
+// dy (og x oh ow) times the channel's im2col (oh ow x kh kw), one GEMM per image.
 template <typename T>
 void conv2d_backward_weights(const WindowGeometry& g, int64_t out_channels, int64_t groups,
                              const T* x, const T* dy, T* dw) {
   const int64_t cg = g.channels / groups, og = out_channels / groups;
-  const int64_t plane = g.h * g.w, out_plane = g.oh * g.ow, taps = cg * g.kh * g.kw;
-  parallel_for(
-      out_channels, planes_per_chunk(g.batch * out_plane * taps), [&](int64_t begin, int64_t end) {
-        for (int64_t o = begin; o < end; ++o) {
-          const int64_t group = o / og;
-          for (int64_t c = 0; c < cg; ++c) {
-            for (int64_t i = 0; i < g.kh; ++i) {
-              const TapRange rows = tap_range(i, g.sh, g.dh, g.top, g.h, g.oh);
-              for (int64_t j = 0; j < g.kw; ++j) {
-                const TapRange cols = tap_range(j, g.sw, g.dw, g.left, g.w, g.ow);
-                double sum = 0;
-                for (int64_t n = 0; n < g.batch; ++n) {
-                  const T* image = x + (n * g.channels + group * cg + c) * plane;
-                  const T* grad = dy + (n * out_channels + o) * out_plane;
-                  for (int64_t oy = rows.first; oy < rows.last; ++oy) {
-                    const int64_t row = (oy * g.sh - g.top + i * g.dh) * g.w - g.left + j * g.dw;
-                    const T* from = grad + oy * g.ow;
-                    for (int64_t ox = cols.first; ox < cols.last; ++ox) {
-                      sum += static_cast<double>(image[row + ox * g.sw]) *
-                             static_cast<double>(from[ox]);
-                    }
-                  }
-                }
-                dw[((o * cg + c) * g.kh + i) * g.kw + j] = static_cast<T>(sum);
-              }
-            }
-          }
-        }
-      });
+  const int64_t plane = g.h * g.w, out_plane = g.oh * g.ow, taps = g.kh * g.kw;
+  parallel_for(g.channels, planes_per_chunk(g.batch * og * taps * out_plane),
+               [&](int64_t begin, int64_t end) {
+                 RowMatrix<T> cols(taps, out_plane), sum(og, taps);
+                 for (int64_t channel = begin; channel < end; ++channel) {
+                   const int64_t group = channel / cg, c = channel % cg;
+                   sum.setZero();
+                   for (int64_t n = 0; n < g.batch; ++n) {
+                     // Row (i, j) of cols: x at every output position's tap (i, j), 0 in the
+                     // padding.
+                     const T* image = x + (n * g.channels + channel) * plane;
+                     cols.setZero();
+                     for (int64_t i = 0; i < g.kh; ++i) {
+                       const TapRange rows = tap_range(i, g.sh, g.dh, g.top, g.h, g.oh);
+                       for (int64_t j = 0; j < g.kw; ++j) {
+                         const TapRange columns = tap_range(j, g.sw, g.dw, g.left, g.w, g.ow);
+                         T* to = cols.data() + (i * g.kw + j) * out_plane;
+                         for (int64_t oy = rows.first; oy < rows.last; ++oy) {
+                           const int64_t row =
+                               (oy * g.sh - g.top + i * g.dh) * g.w - g.left + j * g.dw;
+                           for (int64_t ox = columns.first; ox < columns.last; ++ox) {
+                             to[oy * g.ow + ox] = image[row + ox * g.sw];
+                           }
+                         }
+                       }
+                     }
+                     const Strided<T> grad(dy + (n * out_channels + group * og) * out_plane, og,
+                                           out_plane, Eigen::OuterStride<>(out_plane));
+                     sum.noalias() += grad * cols.transpose();
+                   }
+                   for (int64_t o = 0; o < og; ++o) {
+                     std::copy(sum.data() + o * taps, sum.data() + (o + 1) * taps,
+                               dw + ((group * og + o) * cg + c) * taps);
+                   }
+                 }
+               });
 }
 
 template <typename T>

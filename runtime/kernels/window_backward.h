@@ -2,8 +2,9 @@
 // The backward kernels of the windowed ops (conv2d, max_pool2d, avg_pool2d) over NCHW tensors,
 // computed directly, for the gradient ops of runtime/ops/conv.cc and pool.cc.
 //
-// Each task owns whole output planes (a (image, channel) plane of dx, an output channel of dw) and
-// adds into them in one fixed loop order, in double: the bits never depend on the thread count.
+// Each task owns whole outputs (a (image, channel) plane of dx, an input channel's slice of dw) and
+// adds into them in one fixed order: the bits never depend on the thread count. The convolutions
+// multiply by Eigen's GEMM in the tensors' type; the pools add in double.
 
 #include <cstdint>
 

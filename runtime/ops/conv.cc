@@ -918,7 +918,8 @@ ir::OpBuilder conv_grad_op(std::string name) {
       .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0}, "the forward's padding")
       .attr("dilation", ir::AttrKind::kInts, std::vector<int64_t>{1, 1}, "the forward's dilation")
       .attr("groups", ir::AttrKind::kInt, int64_t{1}, "the forward's channel groups")
-      .traits(Trait::kOpaque | Trait::kPure);
+      .traits(Trait::kOpaque | Trait::kPure)
+      .tolerance(1e-4);  // float32 GEMMs and sums against double ones, as conv2d
   return b;
 }
 

@@ -96,6 +96,58 @@ void div_backward(ir::GradBuilder& b) {
   }
 }
 
+// y = a^b: da = b a^(b - 1), db = y log(a) (defined for a > 0, pow's domain for a real b).
+void pow_backward(ir::GradBuilder& b) {
+  const ir::GradValue a = b.input(0), e = b.input(1);
+  if (b.wants_grad(0)) {
+    const ir::GradValue power = b.op("pow", {a, b.op("sub", {e, scalar_like(b, 1)})});
+    set_reduced(b, 0, b.op("mul", {b.dout(0), b.op("mul", {e, power})}));
+  }
+  if (b.wants_grad(1)) {
+    set_reduced(b, 1, b.op("mul", {b.dout(0), b.op("mul", {b.output(0), b.op("log", {a})})}));
+  }
+}
+
+// dout where `taken` is false goes to input `first`, where it is true to input 1 - first.
+void route(ir::GradBuilder& b, ir::GradValue taken, ir::GradValue g, size_t first) {
+  const ir::GradValue zero = scalar_like(b, 0);
+  if (b.wants_grad(first)) set_reduced(b, first, b.op("select", {taken, zero, g}));
+  if (b.wants_grad(1 - first)) set_reduced(b, 1 - first, b.op("select", {taken, g, zero}));
+}
+
+// maximum and minimum give dout to the operand that won; a tie goes to a (TensorFlow's rule), so
+// that exactly one operand takes each element's gradient.
+void maximum_backward(ir::GradBuilder& b) {
+  route(b, b.op("less", {b.input(0), b.input(1)}), b.dout(0), 0);
+}
+void minimum_backward(ir::GradBuilder& b) {
+  route(b, b.op("less", {b.input(1), b.input(0)}), b.dout(0), 0);
+}
+
+// clip(x, lo, hi) = minimum(maximum(x, lo), hi), differentiated as those two ops (ties to the
+// first operand): hi takes dout where hi < maximum(x, lo), and the rest goes to x, or to lo where
+// x < lo.
+void clip_backward(ir::GradBuilder& b) {
+  const ir::GradValue x = b.input(0), lo = b.input(1), hi = b.input(2), dy = b.dout(0);
+  const ir::GradValue zero = scalar_like(b, 0);
+  const ir::GradValue over = b.op("less", {hi, b.op("maximum", {x, lo})});
+  if (b.wants_grad(2)) set_reduced(b, 2, b.op("select", {over, dy, zero}));
+  if (!b.wants_grad(0) && !b.wants_grad(1)) return;
+  const ir::GradValue inside = b.op("select", {over, zero, dy});
+  const ir::GradValue under = b.op("less", {x, lo});
+  if (b.wants_grad(0)) set_reduced(b, 0, b.op("select", {under, zero, inside}));
+  if (b.wants_grad(1)) set_reduced(b, 1, b.op("select", {under, inside, zero}));
+}
+
+// truncate_mod over floats: y = a - b trunc(a / b), so da = dout and db = -dout trunc(a / b)
+// = -dout (a - y) / b.
+void truncate_mod_backward(ir::GradBuilder& b) {
+  if (b.wants_grad(0)) set_reduced(b, 0, b.dout(0));
+  if (!b.wants_grad(1)) return;
+  const ir::GradValue quotient = b.op("div", {b.op("sub", {b.input(0), b.output(0)}), b.input(1)});
+  set_reduced(b, 1, b.op("neg", {b.op("mul", {b.dout(0), quotient})}));
+}
+
 // add, sub, mul, div, maximum and minimum over float32 are also emitted as single AVX-512
 // instructions by runtime/fused_jit.cc, in the operand order Eigen uses for these functors; change
 // a functor here and tests/runtime/fused_jit_test.cc shows where the two part.
@@ -199,11 +251,14 @@ const ir::OpRegistration kTruncateDiv =
         .samples(integer_samples());
 // Float samples of truncate_mod never draw an exact zero divisor (floats give NaN there); their
 // integer variants do, and give 0 as the reference says.
-const ir::OpRegistration kTruncateMod = declare(
-    "truncate_mod", kTruncateModMath,
-    [](double a, double b) { return b == 0 ? 0.0 : std::fmod(a, b); },
-    "remainder of truncate_div, with the sign of a (C's % and fmod, ONNX Mod with fmod=1); a zero "
-    "divisor gives 0 for integers (no fault) and NaN for floats");
+const ir::OpRegistration kTruncateMod =
+    declare(
+        "truncate_mod", kTruncateModMath,
+        [](double a, double b) { return b == 0 ? 0.0 : std::fmod(a, b); },
+        "remainder of truncate_div, with the sign of a (C's % and fmod, ONNX Mod with fmod=1); a "
+        "zero "
+        "divisor gives 0 for integers (no fault) and NaN for floats")
+        .backward({.inputs = 0b11, .outputs = 1}, truncate_mod_backward);
 const ir::OpRegistration kFloorMod =
     declare(
         "floor_mod", kFloorModMath,
@@ -211,15 +266,21 @@ const ir::OpRegistration kFloorMod =
         "remainder of floor division, with the sign of b, integers only (Python's %, ONNX Mod "
         "with fmod=0); a zero divisor gives 0 rather than a fault")
         .samples(integer_samples());
-const ir::OpRegistration kPow = declare(
-    "pow", kPowMath, [](double a, double b) { return std::pow(a, b); },
-    "a ^ b; a must be positive unless b is integral", Trait::kNone, 0.25, 2.0);
-const ir::OpRegistration kMaximum = declare(
-    "maximum", kMaximumMath, [](double a, double b) { return std::max(a, b); },
-    "elementwise max(a, b)", Trait::kCommutative);
-const ir::OpRegistration kMinimum = declare(
-    "minimum", kMinimumMath, [](double a, double b) { return std::min(a, b); },
-    "elementwise min(a, b)", Trait::kCommutative);
+const ir::OpRegistration kPow =
+    declare(
+        "pow", kPowMath, [](double a, double b) { return std::pow(a, b); },
+        "a ^ b; a must be positive unless b is integral", Trait::kNone, 0.25, 2.0)
+        .backward({.inputs = 0b11, .outputs = 1}, pow_backward);
+const ir::OpRegistration kMaximum =
+    declare(
+        "maximum", kMaximumMath, [](double a, double b) { return std::max(a, b); },
+        "elementwise max(a, b)", Trait::kCommutative)
+        .backward({.inputs = 0b11}, maximum_backward);
+const ir::OpRegistration kMinimum =
+    declare(
+        "minimum", kMinimumMath, [](double a, double b) { return std::min(a, b); },
+        "elementwise min(a, b)", Trait::kCommutative)
+        .backward({.inputs = 0b11}, minimum_backward);
 
 // clip(x, lo, hi) = minimum(maximum(x, lo), hi), broadcasting all three (ONNX Clip, ReLU6,
 // MindSpore's clamp): one kernel and one pass over memory where the two ops took two. Its tile math
@@ -287,7 +348,8 @@ const ir::OpRegistration kClip =
         })
         .doc(
             "clip(x, lo, hi): minimum(maximum(x, lo), hi), broadcasting all three (ONNX Clip, "
-            "MindSpore's clamp); lo > hi gives hi, as the two ops do");
+            "MindSpore's clamp); lo > hi gives hi, as the two ops do")
+        .backward({.inputs = 0b111}, clip_backward);
 
 }  // namespace
 }  // namespace mf::runtime::ops

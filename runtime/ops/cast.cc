@@ -103,7 +103,14 @@ const ir::OpRegistration kCast =
             sample({boolean({6})}, {{"dtype", DType::kFloat32}}),
             sample({i32({6})}, {{"dtype", DType::kFloat64}}),
         })
-        .doc("converts x to the dtype attribute (float -> int truncates toward zero)");
+        .doc("converts x to the dtype attribute (float -> int truncates toward zero)")
+        // Between float types dout is cast back; through an integer or Bool the result is flat
+        // (and the engine treats a non-float output as a constant): no gradient.
+        .backward({}, [](ir::GradBuilder& b) {
+          const DType from = b.input_type(0).dtype, to = b.output_type(0).dtype;
+          if (!b.wants_grad(0) || !ir::is_floating(from) || !ir::is_floating(to)) return;
+          b.set_grad(0, from == to ? b.dout(0) : b.op("cast", {b.dout(0)}, {{"dtype", from}}));
+        });
 
 }  // namespace
 }  // namespace mf::runtime::ops

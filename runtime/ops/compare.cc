@@ -12,6 +12,8 @@ namespace {
 using ir::Trait;
 
 constexpr Trait kPredicate = Trait::kElementwise | Trait::kBroadcast | Trait::kPure;
+// Predicates and logic give Bool: no gradient flows through them.
+constexpr Trait kFlat = Trait::kNoGradient;
 
 std::vector<ir::OpSample> predicate_samples() {
   return {
@@ -27,7 +29,7 @@ ir::OpBuilder declare(std::string name, const ir::ElementwiseMath& math,
                       double (*reference)(double, double), std::string doc, Trait extra) {
   ir::OpBuilder b = ir::define_op(name);
   b.arity(2)
-      .traits(kPredicate | extra)
+      .traits(kPredicate | kFlat | extra)
       .infer(infer_elementwise(name, math, DType::kBool))
       .kernel(elementwise_kernel(math))
       .elementwise(math)
@@ -60,7 +62,7 @@ ir::OpBuilder declare_classify(std::string name, const ir::ElementwiseMath& math
                                double (*reference)(double), std::string doc) {
   ir::OpBuilder b = ir::define_op(name);
   b.arity(1)
-      .traits(Trait::kElementwise | Trait::kPure)
+      .traits(Trait::kElementwise | Trait::kPure | kFlat)
       .infer(infer_elementwise(name, math, DType::kBool))
       .kernel(elementwise_kernel(math))
       .elementwise(math)
@@ -100,7 +102,7 @@ ir::OpBuilder declare_logic(std::string name, int arity, const ir::ElementwiseMa
   }
   ir::OpBuilder b = ir::define_op(name);
   b.arity(arity)
-      .traits((arity == 1 ? Trait::kElementwise | Trait::kPure : kPredicate) | extra)
+      .traits((arity == 1 ? Trait::kElementwise | Trait::kPure : kPredicate) | kFlat | extra)
       .infer(infer_elementwise(name, math))
       .kernel(elementwise_kernel(math))
       .elementwise(math)
@@ -186,7 +188,17 @@ const ir::OpRegistration kSelect =
             sample({boolean({4, 1, 3}), f32({2, 3}), f32({4, 2, 1})}),
             sample({boolean({}), f32({}), f32({})}),
         })
-        .doc("select(cond, a, b): a where cond else b (numpy's where), broadcasting all three");
+        .doc("select(cond, a, b): a where cond else b (numpy's where), broadcasting all three")
+        // dout goes to a where cond holds, to b elsewhere; cond (Bool) takes none.
+        .backward({.inputs = 0b001}, [](ir::GradBuilder& b) {
+          const ir::GradValue zero = b.scalar(0, b.output_type(0).dtype);
+          for (size_t i = 1; i < 3; ++i) {
+            if (!b.wants_grad(i)) continue;
+            const ir::GradValue g =
+                b.op("select", {b.input(0), i == 1 ? b.dout(0) : zero, i == 1 ? zero : b.dout(0)});
+            b.set_grad(i, b.reduce_to(g, b.input_type(i).shape));
+          }
+        });
 
 }  // namespace
 }  // namespace mf::runtime::ops

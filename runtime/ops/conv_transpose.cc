@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/kernels/conv_window.h"
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
 #include "runtime/parallel.h"
@@ -192,6 +193,41 @@ ir::Attrs transpose_attrs(std::vector<int64_t> stride, std::vector<int64_t> padd
           {"groups", groups}};
 }
 
+// Backward: a transposed convolution is the adjoint of conv2d with the same weight, so dx is a
+// conv2d of dy and dw a conv2d_grad_weight with dy as the image and x as its gradient. dy is first
+// padded (or cropped) at the end to the R = (H - 1) stride - top + (k - 1) dilation + 1 rows (and
+// columns) the full result spans before the end padding and output_padding, so that convolving it
+// with padding (top, 0, left, 0) gives exactly H x W positions.
+void conv_transpose2d_backward(ir::GradBuilder& b) {
+  const ir::GradValue dy = b.dout(0);
+  if (b.num_inputs() == 3 && b.wants_grad(2)) {
+    b.set_grad(2, b.op("reduce_sum", {dy}, {{"axes", std::vector<int64_t>{0, 2, 3}}}));
+  }
+  if (!b.wants_grad(0) && !b.wants_grad(1)) return;
+  const Shape& x = b.input_type(0).shape;
+  const Shape& w = b.input_type(1).shape;
+  const Shape& y = b.output_type(0).shape;
+  const std::array<int64_t, 4> pad = padding_attr(kOp, b.attrs());
+  const std::vector<int64_t> stride = pair_attr(kOp, b.attrs(), "stride", 1);
+  const std::vector<int64_t> dilation = pair_attr(kOp, b.attrs(), "dilation", 1);
+  const int64_t rows = (x[2] - 1) * stride[0] - pad[0] + (w[2] - 1) * dilation[0] + 1;
+  const int64_t cols = (x[3] - 1) * stride[1] - pad[2] + (w[3] - 1) * dilation[1] + 1;
+  ir::GradValue spanned = dy;
+  if (rows != y[2] || cols != y[3]) {
+    spanned = b.op("pad", {dy},
+                   {{"pads", std::vector<int64_t>{0, 0, 0, 0, 0, 0, rows - y[2], cols - y[3]}}});
+  }
+  ir::Attrs attrs = {{"stride", stride},
+                     {"padding", std::vector<int64_t>{pad[0], 0, pad[2], 0}},
+                     {"dilation", dilation},
+                     {"groups", b.attrs().at("groups")}};
+  if (b.wants_grad(0)) b.set_grad(0, b.op("conv2d", {spanned, b.input(1)}, attrs));
+  if (b.wants_grad(1)) {
+    attrs["kernel_size"] = std::vector<int64_t>{w[2], w[3]};
+    b.set_grad(1, b.op("conv2d_grad_weight", {spanned, b.input(0)}, attrs));
+  }
+}
+
 const ir::OpRegistration kConvTranspose2d =
     ir::define_op("conv_transpose2d")
         .inputs(2, 3)
@@ -226,7 +262,8 @@ const ir::OpRegistration kConvTranspose2d =
         .tolerance(1e-4)
         .doc(
             "2-D transposed convolution of NCHW x with (C, O/groups, kH, kW) weight, optional "
-            "bias");
+            "bias")
+        .backward({.inputs = 0b011}, conv_transpose2d_backward);
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
 #include "runtime/parallel.h"
@@ -101,6 +102,26 @@ std::vector<RefTensor> gather_reference(std::span<const RefTensor> in, const Att
   return {out};
 }
 
+// Backward: dout added back into zeros of x's shape at the picked slices (picked twice, added
+// twice), as a scatter_elements over x viewed as (outer, axis, inner) with each index repeated
+// across the outer and inner positions.
+void gather_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  const TensorType& x = b.input_type(0);
+  const TensorType& indices = b.input_type(1);
+  const int64_t axis =
+      ir::normalize_axis(ir::attr_int(b.attrs(), "axis", "gather"), rank_of(x), "gather");
+  const GatherDims g = gather_dims(x.shape, axis);
+  const int64_t picks = ir::num_elements(indices.shape);
+  const ir::GradValue updates = reshape_to(b, b.dout(0), {g.outer, picks, g.inner});
+  const ir::GradValue where =
+      broadcast_to(b, reshape_to(b, b.input(1), {1, picks, 1}), {g.outer, picks, g.inner});
+  const ir::GradValue zeros = b.zeros_like({x.dtype, {g.outer, g.dim, g.inner}});
+  const ir::GradValue summed = b.op("scatter_elements", {zeros, where, updates},
+                                    {{"axis", int64_t{1}}, {"reduction", std::string("add")}});
+  b.set_grad(0, reshape_to(b, summed, x.shape));
+}
+
 // Indices are drawn from [-10, 10] (integers are scaled by 5), so every sample's gathered axis has
 // at least 11 entries: every drawn index is valid, negative ones included.
 const ir::OpRegistration kGather =
@@ -117,7 +138,8 @@ const ir::OpRegistration kGather =
             sample({f32({3, 11}), i64({})}, {{"axis", int64_t{-1}}}),
             sample({i64({16}), i64({3, 2})}),
         })
-        .doc("x.take(indices, axis): slices of x along axis picked by indices");
+        .doc("x.take(indices, axis): slices of x along axis picked by indices")
+        .backward({.inputs = 0b10}, gather_backward);
 
 }  // namespace
 }  // namespace mf::runtime::ops

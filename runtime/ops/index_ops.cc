@@ -165,7 +165,7 @@ ir::OpBuilder declare_arg(std::string name, ir::KernelFn kernel, ir::ReferenceFn
       .attr("keep_dims", ir::AttrKind::kBool, false, "keep the searched axis as size 1")
       .attr("select_last_index", ir::AttrKind::kBool, false,
             "on a tie give the last position instead of the first")
-      .traits(Trait::kPure)
+      .traits(Trait::kPure | Trait::kNoGradient)
       .infer(std::move(infer))
       .kernel(std::move(kernel))
       .reference(std::move(reference))

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
 #include "runtime/parallel.h"
@@ -107,6 +108,31 @@ std::vector<RefTensor> instance_norm_reference(std::span<const RefTensor> in, co
   return {out};
 }
 
+// Backward as layer_norm's over each plane, with scale and bias per channel: dscale and dbias sum
+// dy xhat and dy over every axis but the channels'.
+void instance_norm_backward(ir::GradBuilder& b) {
+  const int64_t rank = rank_of(b.input_type(0));
+  const ir::GradValue dy = b.dout(0);
+  const std::vector<int64_t> others = all_axes_but(1, rank);
+  if (b.wants_grad(2)) b.set_grad(2, sum_over(b, dy, others, false));
+  if (!b.wants_grad(0) && !b.wants_grad(1)) return;
+  std::vector<int64_t> plane;
+  for (int64_t d = 2; d < rank; ++d) plane.push_back(d);
+  if (plane.empty()) {
+    // Planes of one element normalize to 0: y is the bias alone.
+    if (b.wants_grad(1)) b.set_grad(1, b.zeros_like(b.input_type(1)));
+    if (b.wants_grad(0)) b.set_grad(0, b.zeros_like(b.input_type(0)));
+    return;
+  }
+  const Normalized n =
+      normalize(b, b.input(0), plane, ir::attr_float(b.attrs(), "epsilon", "instance_norm"));
+  if (b.wants_grad(1)) b.set_grad(1, sum_over(b, b.op("mul", {dy, n.xhat}), others, false));
+  if (b.wants_grad(0)) {
+    const ir::GradValue g = b.op("mul", {dy, along_axis(b, b.input(1), 1, rank)});
+    b.set_grad(0, normalized_input_grad(b, g, n, plane));
+  }
+}
+
 const ir::OpRegistration kInstanceNorm =
     ir::define_op("instance_norm")
         .arity(3)
@@ -125,7 +151,8 @@ const ir::OpRegistration kInstanceNorm =
         .tolerance(1e-4)
         .doc(
             "(x - mean) / sqrt(var + epsilon) * scale[c] + bias[c] over each (n, c) plane of "
-            "(N, C, ...) x (ONNX's InstanceNormalization)");
+            "(N, C, ...) x (ONNX's InstanceNormalization)")
+        .backward({.inputs = 0b011}, instance_norm_backward);
 
 // ---- lrn ----
 
@@ -221,6 +248,45 @@ ir::Attrs lrn_attrs(int64_t size, double alpha = 1e-4, double beta = 0.75, doubl
   return {{"size", size}, {"alpha", alpha}, {"beta", beta}, {"bias", bias}};
 }
 
+// Sum over the channel window [c - before, c + after] of v (rank >= 2, channels on axis 1, zeros
+// beyond them), as shifted copies of v added up: the copy shifted by k is one pad (cropping k
+// channels at one end, adding k zeros at the other). Shifts past every channel are left out.
+ir::GradValue window_sum(ir::GradBuilder& b, ir::GradValue v, int64_t before, int64_t after) {
+  const Shape& shape = b.type(v).shape;
+  const int64_t channels = shape[1], rank = static_cast<int64_t>(shape.size());
+  ir::GradValue sum;
+  for (int64_t k = -std::min(before, channels - 1); k <= std::min(after, channels - 1); ++k) {
+    ir::GradValue shifted = v;
+    if (k != 0) {
+      std::vector<int64_t> pads(2 * rank, 0);
+      pads[1] = -k;
+      pads[rank + 1] = k;
+      shifted = b.op("pad", {v}, {{"pads", pads}});
+    }
+    sum = sum ? b.op("add", {sum, shifted}) : shifted;
+  }
+  return sum;
+}
+
+// Backward: with d = bias + scale S(x^2) (S the window sum) and y = x d^-beta,
+// dx = dy d^-beta - 2 scale beta x S'(dy x d^-beta / d), where S' sums over the channels whose
+// window holds c: the window mirrored.
+void lrn_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  const LrnParams p = lrn_params(b.attrs(), "lrn");
+  const ir::GradValue x = b.input(0), dy = b.dout(0);
+  const ir::GradValue sum = window_sum(b, b.op("mul", {x, x}), p.before, p.after);
+  const ir::GradValue d =
+      b.op("add", {scalar_like(b, p.bias), b.op("mul", {scalar_like(b, p.scale), sum})});
+  const ir::GradValue power = b.op("pow", {d, scalar_like(b, -p.beta)});
+  const ir::GradValue direct = b.op("mul", {dy, power});
+  const ir::GradValue through = b.op("div", {b.op("mul", {b.op("mul", {dy, x}), power}), d});
+  const ir::GradValue spread = window_sum(b, through, p.after, p.before);
+  const ir::GradValue coupled =
+      b.op("mul", {scalar_like(b, -2 * p.scale * p.beta), b.op("mul", {x, spread})});
+  b.set_grad(0, b.op("add", {direct, coupled}));
+}
+
 // alpha is raised above ONNX's default of 1e-4 in most samples, so that a wrong window shows.
 const ir::OpRegistration kLrn =
     ir::define_op("lrn")
@@ -242,7 +308,8 @@ const ir::OpRegistration kLrn =
         })
         .doc(
             "x / (bias + alpha / size * sum of x^2 over size neighbouring channels)^beta, for "
-            "(N, C, ...) x (ONNX's LRN)");
+            "(N, C, ...) x (ONNX's LRN)")
+        .backward({.inputs = 1}, lrn_backward);
 
 }  // namespace
 }  // namespace mf::runtime::ops

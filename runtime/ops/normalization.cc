@@ -345,34 +345,25 @@ std::vector<ir::Value> expand_layer_norm(ir::Graph& graph, ir::Node& node, bool 
 }
 
 // Backward, recomputing mean and rstd from x (layer_norm returns y only). With xhat = (x - mean)
-// rstd and g = dy gamma, over the normalized axes:
-//   dx = rstd (g - mean(g) - xhat mean(g xhat)),  dgamma = sum over rows of dy xhat,  dbeta = sum
-//   dy.
+// rstd over the normalized axes: dgamma = dy xhat and dbeta = dy summed over the rows, and dx from
+// g = dy gamma (normalized_input_grad).
 void layer_norm_backward(ir::GradBuilder& b) {
-  const ir::TensorType& x_type = b.input_type(0);
-  const int64_t rank = rank_of(x_type);
+  const int64_t rank = rank_of(b.input_type(0));
   const int64_t begin = ir::normalize_axis(ir::attr_int(b.attrs(), "begin_norm_axis", "layer_norm"),
                                            rank, "layer_norm");
-  const double epsilon = ir::attr_float(b.attrs(), "epsilon", "layer_norm");
   const ir::GradValue dy = b.dout(0);
   if (b.wants_grad(2)) b.set_grad(2, b.reduce_to(dy, b.input_type(2).shape));
   if (!b.wants_grad(0) && !b.wants_grad(1)) return;
   std::vector<int64_t> axes;
   for (int64_t d = begin; d < rank; ++d) axes.push_back(d);
-  const ir::GradValue x = b.input(0);
-  const ir::GradValue centred = b.op("sub", {x, b.op("reduce_mean", {x}, keep_axes(axes))});
-  const ir::GradValue var = b.op("reduce_mean", {b.op("mul", {centred, centred})}, keep_axes(axes));
-  const ir::GradValue rstd = b.op("rsqrt", {b.op("add", {var, scalar_like(b, epsilon)})});
-  const ir::GradValue xhat = b.op("mul", {centred, rstd});
+  const Normalized n =
+      normalize(b, b.input(0), axes, ir::attr_float(b.attrs(), "epsilon", "layer_norm"));
   if (b.wants_grad(1)) {
-    b.set_grad(1, b.reduce_to(b.op("mul", {dy, xhat}), b.input_type(1).shape));
+    b.set_grad(1, b.reduce_to(b.op("mul", {dy, n.xhat}), b.input_type(1).shape));
   }
-  if (!b.wants_grad(0)) return;
-  const ir::GradValue g = b.op("mul", {dy, b.input(1)});
-  const ir::GradValue mean_g = b.op("reduce_mean", {g}, keep_axes(axes));
-  const ir::GradValue mean_gx = b.op("reduce_mean", {b.op("mul", {g, xhat})}, keep_axes(axes));
-  const ir::GradValue inner = b.op("sub", {b.op("sub", {g, mean_g}), b.op("mul", {xhat, mean_gx})});
-  b.set_grad(0, b.op("mul", {rstd, inner}));
+  if (b.wants_grad(0)) {
+    b.set_grad(0, normalized_input_grad(b, b.op("mul", {dy, b.input(1)}), n, axes));
+  }
 }
 
 const ir::OpRegistration kLayerNorm =
@@ -482,6 +473,37 @@ std::vector<ir::Value> expand_batch_norm(ir::Graph& graph, ir::Node& node, bool 
   return {e.op("add", {scaled, e.along_axis(a, axis, rank)})};
 }
 
+// Backward of the inference form (mean and var are inputs, not statistics of x): with
+// rstd = 1 / sqrt(var + eps) and s = scale rstd per channel, y = (x - mean) s + bias, so
+// dx = dy s, dbias = sum dy, dmean = -s sum dy, dscale = rstd sum dy (x - mean) and
+// dvar = -scale rstd^3 / 2 sum dy (x - mean), the sums over every axis but the channels'.
+void batch_norm_backward(ir::GradBuilder& b) {
+  const int64_t rank = rank_of(b.input_type(0));
+  const int64_t axis = batch_norm_channel_axis(b.input_type(0).shape, b.attrs());
+  const std::vector<int64_t> others = all_axes_but(axis, rank);
+  const double epsilon = ir::attr_float(b.attrs(), "epsilon", "batch_norm");
+  const ir::GradValue dy = b.dout(0);
+  const ir::GradValue rstd = b.op("rsqrt", {b.op("add", {b.input(4), scalar_like(b, epsilon)})});
+  const bool wants_sum = b.wants_grad(2) || b.wants_grad(3);
+  const ir::GradValue sum_dy = wants_sum ? sum_over(b, dy, others, false) : ir::GradValue{};
+  if (b.wants_grad(2)) b.set_grad(2, sum_dy);
+  if (b.wants_grad(0) || b.wants_grad(3)) {
+    const ir::GradValue s = b.op("mul", {b.input(1), rstd});
+    if (b.wants_grad(0)) b.set_grad(0, b.op("mul", {dy, along_axis(b, s, axis, rank)}));
+    if (b.wants_grad(3)) b.set_grad(3, b.op("neg", {b.op("mul", {sum_dy, s})}));
+  }
+  if (!b.wants_grad(1) && !b.wants_grad(4)) return;
+  const ir::GradValue centred = b.op("sub", {b.input(0), along_axis(b, b.input(3), axis, rank)});
+  const ir::GradValue sum_dyx = sum_over(b, b.op("mul", {dy, centred}), others, false);
+  if (b.wants_grad(1)) b.set_grad(1, b.op("mul", {sum_dyx, rstd}));
+  if (b.wants_grad(4)) {
+    const ir::GradValue cube = b.op("mul", {b.op("mul", {rstd, rstd}), rstd});
+    const ir::GradValue factor =
+        b.op("mul", {scalar_like(b, -0.5), b.op("mul", {b.input(1), cube})});
+    b.set_grad(4, b.op("mul", {sum_dyx, factor}));
+  }
+}
+
 const ir::OpRegistration kBatchNorm =
     ir::define_op("batch_norm")
         .arity(5)
@@ -520,7 +542,8 @@ const ir::OpRegistration kBatchNorm =
         .tolerance(1e-4)
         .doc(
             "inference batch norm of (N, C, ...) x, or channels-last (N, ..., C) with data_format "
-            "'NHWC': (x - mean) / sqrt(var + epsilon) * scale + bias");
+            "'NHWC': (x - mean) / sqrt(var + epsilon) * scale + bias")
+        .backward({.inputs = 0b11011}, batch_norm_backward);
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
 #include "runtime/parallel.h"
@@ -315,6 +316,67 @@ std::vector<RefTensor> pad_reference(std::span<const RefTensor> in, const Attrs&
   return {t};
 }
 
+// Backward, undoing the forward's steps in reverse: the padding, then the crops.
+//  - A constant pad's cells came from no element of x: its backward is a crop, and the crops' a
+//    zero pad, so constant mode is one pad of dout by the negated pads. The value input takes the
+//    sum of dout over the padded cells: sum(dout) - sum(dx).
+//  - An edge or reflect pad repeats elements: along each padded axis every cell's gradient is
+//    added to the element it copies (scatter_elements, its source index computed from range:
+//    clamp(c - front, 0, n - 1) for edge, (n - 1) - |n - 1 - |c - front|| for reflect). Then a zero
+//    pad undoes the crops.
+void pad_backward(ir::GradBuilder& b) {
+  const Shape& shape = b.input_type(0).shape;
+  const std::vector<PadAxis> axes = pad_geometry(shape, b.attrs());
+  const std::vector<int64_t>& pads = ir::attr_ints(b.attrs(), "pads", "pad");
+  const size_t rank = shape.size();
+  const PadMode mode = pad_mode(b.attrs());
+  const ir::GradValue dy = b.dout(0);
+  if (mode == PadMode::kConstant) {
+    std::vector<int64_t> negated;
+    for (int64_t p : pads) negated.push_back(-p);
+    const ir::GradValue dx = b.op("pad", {dy}, {{"pads", negated}});
+    if (b.wants_grad(0)) b.set_grad(0, dx);
+    if (b.num_inputs() == 2 && b.wants_grad(1)) {
+      const ir::GradValue rest = b.op("sub", {b.op("reduce_sum", {dy}), b.op("reduce_sum", {dx})});
+      b.set_grad(1, reshape_to(b, rest, b.input_type(1).shape));
+    }
+    return;
+  }
+  if (!b.wants_grad(0)) return;
+  ir::GradValue g = dy;
+  Shape current = b.output_type(0).shape;
+  const DType index = DType::kInt64;
+  auto constant = [&](int64_t v) { return b.scalar(static_cast<double>(v), index); };
+  for (size_t d = 0; d < rank; ++d) {
+    const PadAxis& a = axes[d];
+    const int64_t kept = a.hi - a.lo, front = std::max<int64_t>(0, a.begin);
+    if (a.out == kept) continue;
+    const ir::GradValue cells =
+        b.op("range", {}, {{"limit", static_cast<double>(a.out)}, {"dtype", index}});
+    const ir::GradValue shifted = b.op("sub", {cells, constant(front)});
+    const ir::GradValue last = constant(kept - 1);
+    const ir::GradValue source =
+        mode == PadMode::kEdge
+            ? b.op("minimum", {b.op("maximum", {shifted, constant(0)}), last})
+            : b.op("sub", {last, b.op("abs", {b.op("sub", {last, b.op("abs", {shifted})})})});
+    Shape along(rank, 1);
+    along[d] = a.out;
+    const ir::GradValue where = broadcast_to(b, reshape_to(b, source, along), current);
+    current[d] = kept;
+    g = b.op("scatter_elements", {b.zeros_like({b.input_type(0).dtype, current}), where, g},
+             {{"axis", static_cast<int64_t>(d)}, {"reduction", std::string("add")}});
+  }
+  std::vector<int64_t> crops(2 * rank);
+  for (size_t d = 0; d < rank; ++d) {
+    crops[d] = axes[d].lo;
+    crops[rank + d] = axes[d].n - axes[d].hi;
+  }
+  if (std::any_of(crops.begin(), crops.end(), [](int64_t c) { return c != 0; })) {
+    g = b.op("pad", {g}, {{"pads", crops}});
+  }
+  b.set_grad(0, g);
+}
+
 ir::Attrs pad_attrs(std::vector<int64_t> pads, std::string mode, double value = 0.0) {
   return {{"pads", std::move(pads)}, {"mode", std::move(mode)}, {"value", value}};
 }
@@ -355,7 +417,8 @@ const ir::OpRegistration kPad =
         })
         .doc(
             "x padded (or, by negative pads, cropped) along every axis with a constant, its "
-            "edge or its reflection (numpy's pad, ONNX's Pad)");
+            "edge or its reflection (numpy's pad, ONNX's Pad)")
+        .backward({}, pad_backward);
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -22,9 +22,11 @@
 #include "runtime/dnnl/prepare.h"
 #include "runtime/dnnl/primitive_cache.h"
 #include "runtime/kernels/conv_window.h"
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/max_pool_nhwc.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
+#include "runtime/kernels/window_backward.h"
 #include "runtime/parallel.h"
 
 namespace mf::runtime::ops {
@@ -248,6 +250,212 @@ ir::Attrs pool_attrs(std::vector<int64_t> kernel, std::vector<int64_t> stride,
   return {{"kernel", kernel}, {"stride", stride}, {"padding", padding}};
 }
 
+// ---- the pools' gradients ----
+//
+// max_pool2d_grad(x, dy) and avg_pool2d_grad(dy) {input_size}, NCHW, with the forward's window
+// attributes: dx of the pools as ops of their own (kernels: window_backward.h). The average's
+// gradient needs only x's spatial size, an attribute, so x can be freed after the forward.
+
+// The forward's window over x (N, C, H, W), checked against dy's sizes.
+Window check_pool_grad(std::string_view op, const Shape& x, const Shape& dy, const Attrs& attrs) {
+  MF_CHECK(x[2] > 0 && x[3] > 0, InvalidArgument, op, ": x ", ir::shape_to_string(x),
+           " has an empty plane (height or width 0); only the batch or channels may be 0");
+  const Window w = pool_window(op, x, attrs);
+  const Shape y = {x[0], x[1], w.oh, w.ow};
+  MF_CHECK(dy == y, InvalidArgument, op, ": dy must have the forward's output shape ",
+           ir::shape_to_string(y), ", got ", ir::shape_to_string(dy));
+  return w;
+}
+
+Shape avg_grad_x(const Shape& dy, const Attrs& attrs) {
+  const std::vector<int64_t> size = pair_attr("avg_pool2d_grad", attrs, "input_size", 0);
+  return {dy[0], dy[1], size[0], size[1]};
+}
+
+std::vector<TensorType> infer_max_pool2d_grad(std::span<const TensorType> in, const Attrs& attrs) {
+  constexpr std::string_view kOp = "max_pool2d_grad";
+  check_nchw(kOp, in[0]);
+  check_nchw(kOp, in[1]);
+  common_dtype(kOp, in);
+  check_pool_grad(kOp, in[0].shape, in[1].shape, attrs);
+  return {in[0]};
+}
+
+std::vector<TensorType> infer_avg_pool2d_grad(std::span<const TensorType> in, const Attrs& attrs) {
+  constexpr std::string_view kOp = "avg_pool2d_grad";
+  check_nchw(kOp, in[0]);
+  const Shape x = avg_grad_x(in[0].shape, attrs);
+  check_pool_grad(kOp, x, in[0].shape, attrs);
+  return {{in[0].dtype, x}};
+}
+
+void max_pool2d_grad_kernel(const ir::KernelContext& ctx) {
+  const Shape& x = ctx.inputs[0].type.shape;
+  const WindowGeometry g = window_geometry(x, pool_window(ctx.op_name, x, ctx.attrs));
+  visit_float(ctx.inputs[0].type.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    max_pool2d_backward<T>(g, ctx.inputs[0].as<T>(), ctx.inputs[1].as<T>(), ctx.outputs[0].as<T>());
+  });
+}
+
+void avg_pool2d_grad_kernel(const ir::KernelContext& ctx) {
+  const Shape& x = ctx.outputs[0].type.shape;
+  const Window w = pool_window(ctx.op_name, x, ctx.attrs);
+  const bool include_pad = ir::attr_bool(ctx.attrs, "count_include_pad", ctx.op_name);
+  visit_float(ctx.outputs[0].type.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    avg_pool2d_backward<T>(window_geometry(x, w), w.bottom, w.right, include_pad,
+                           ctx.inputs[0].as<T>(), ctx.outputs[0].as<T>());
+  });
+}
+
+// The references: each window of the forward's loop gives its dy to the cell the forward's max
+// kept (the first strictly larger than all before it), or in equal shares to the cells it counted.
+template <PoolKind Kind>
+RefTensor pool_grad_reference(std::string_view op, const Shape& xs, const RefTensor* x,
+                              const RefTensor& dy, const Attrs& attrs) {
+  const Window w = pool_window(op, xs, attrs);
+  const bool include_pad = Kind == PoolKind::kAvg && std::get<bool>(attrs.at("count_include_pad"));
+  RefTensor dx = ref_tensor(xs);
+  for (int64_t p = 0; p < xs[0] * xs[1]; ++p)
+    for (int64_t oy = 0; oy < w.oh; ++oy)
+      for (int64_t ox = 0; ox < w.ow; ++ox) {
+        std::vector<int64_t> cells;
+        int64_t count = 0, kept = -1;
+        double best = -INFINITY;
+        for (int64_t i = 0; i < w.kh; ++i)
+          for (int64_t j = 0; j < w.kw; ++j) {
+            const int64_t iy = oy * w.sh - w.top + i, ix = ox * w.sw - w.left + j;
+            const bool inside = iy >= 0 && iy < xs[2] && ix >= 0 && ix < xs[3];
+            const bool in_padded = iy < xs[2] + w.bottom && ix < xs[3] + w.right;
+            if (include_pad ? in_padded : inside) ++count;
+            if (!inside) continue;
+            const int64_t at = (p * xs[2] + iy) * xs[3] + ix;
+            cells.push_back(at);
+            if (Kind == PoolKind::kMax && x->values[at] > best) {
+              best = x->values[at];
+              kept = at;
+            }
+          }
+        const double g = dy.values[(p * w.oh + oy) * w.ow + ox];
+        if (Kind == PoolKind::kMax) {
+          dx.values[kept >= 0 ? kept : cells.front()] += g;
+        } else {
+          for (int64_t at : cells) dx.values[at] += g / count;
+        }
+      }
+  return dx;
+}
+
+// Forward windows of the pools' NCHW samples, as (x, attributes).
+std::vector<std::pair<Shape, ir::Attrs>> pool_grad_cases(bool average) {
+  std::vector<std::pair<Shape, ir::Attrs>> cases = {
+      {{2, 3, 8, 8}, pool_attrs({2, 2}, {}, {0, 0})},
+      {{1, 2, 7, 9}, pool_attrs({3, 3}, {2, 2}, {1, 1})},
+      {{1, 1, 5, 6}, pool_attrs({2, 3}, {1, 2}, {1, 0, 0, 2})},
+      {{2, 3, 10, 7}, pool_attrs({3, 2}, {2, 1}, {1, 2, 0, 1})},
+      {{1, 16, 15, 15}, pool_attrs({3, 3}, {2, 2}, {1, 1})},
+  };
+  if (average) {
+    for (size_t i = 1; i < 4; ++i) {
+      std::pair<Shape, ir::Attrs> with_pad = cases[i];
+      with_pad.second["count_include_pad"] = true;
+      cases.push_back(with_pad);
+    }
+  }
+  return cases;
+}
+
+Shape pool_output(std::string_view op, const Shape& x, const ir::Attrs& attrs) {
+  const Window w = pool_window(op, x, attrs);
+  return {x[0], x[1], w.oh, w.ow};
+}
+
+const ir::OpRegistration kMaxPool2dGrad =
+    ir::define_op("max_pool2d_grad")
+        .arity(2)
+        .attr("kernel", ir::AttrKind::kInts, std::nullopt, "the forward's kernel")
+        .attr("stride", ir::AttrKind::kInts, std::vector<int64_t>{}, "the forward's stride")
+        .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0}, "the forward's padding")
+        .traits(Trait::kOpaque | Trait::kPure)
+        .infer(infer_max_pool2d_grad)
+        .kernel(max_pool2d_grad_kernel)
+        .reference([](std::span<const RefTensor> in, const Attrs& attrs) {
+          return std::vector<RefTensor>{pool_grad_reference<PoolKind::kMax>(
+              "max_pool2d_grad", in[0].shape, &in[0], in[1], attrs)};
+        })
+        .samples([] {
+          std::vector<ir::OpSample> out;
+          for (const auto& [x, attrs] : pool_grad_cases(false)) {
+            out.push_back(sample({f32(x), f32(pool_output("max_pool2d", x, attrs))}, attrs));
+          }
+          return out;
+        }())
+        .doc(
+            "the gradient of max_pool2d's NCHW x: each window's dy added at the element its max "
+            "kept (the first largest)");
+
+const ir::OpRegistration kAvgPool2dGrad =
+    ir::define_op("avg_pool2d_grad")
+        .arity(1)
+        .attr("kernel", ir::AttrKind::kInts, std::nullopt, "the forward's kernel")
+        .attr("stride", ir::AttrKind::kInts, std::vector<int64_t>{}, "the forward's stride")
+        .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0}, "the forward's padding")
+        .attr("count_include_pad", ir::AttrKind::kBool, false, "the forward's count_include_pad")
+        .attr("input_size", ir::AttrKind::kInts, std::nullopt, "the forward's x [H, W]")
+        .traits(Trait::kOpaque | Trait::kPure)
+        .infer(infer_avg_pool2d_grad)
+        .kernel(avg_pool2d_grad_kernel)
+        .reference([](std::span<const RefTensor> in, const Attrs& attrs) {
+          return std::vector<RefTensor>{pool_grad_reference<PoolKind::kAvg>(
+              "avg_pool2d_grad", avg_grad_x(in[0].shape, attrs), nullptr, in[0], attrs)};
+        })
+        .samples([] {
+          std::vector<ir::OpSample> out;
+          for (auto [x, attrs] : pool_grad_cases(true)) {
+            const Shape y = pool_output("avg_pool2d", x, attrs);
+            attrs["input_size"] = std::vector<int64_t>{x[2], x[3]};
+            out.push_back(sample({f32(y)}, attrs));
+          }
+          return out;
+        }())
+        .doc(
+            "the gradient of avg_pool2d's NCHW x from dy: each window's dy shared equally among "
+            "the cells it counted")
+        // Linear in dy, the adjoint of avg_pool2d: its backward is avg_pool2d itself.
+        .backward({}, [](ir::GradBuilder& b) {
+          if (!b.wants_grad(0)) return;
+          ir::Attrs attrs = b.attrs();
+          attrs.erase("input_size");
+          b.set_grad(0, b.op("avg_pool2d", {b.dout(0)}, std::move(attrs)));
+        });
+
+// Backward of the windowed pools by the gradient ops over NCHW (channels-last operands transposed
+// around them).
+template <PoolKind Kind>
+void pool_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  constexpr std::string_view kOp = Kind == PoolKind::kMax ? "max_pool2d" : "avg_pool2d";
+  const bool last = channels_last(kOp, b.attrs());
+  const auto permute = [&](ir::GradValue v, std::vector<int64_t> perm) {
+    return last ? b.op("transpose", {v}, {{"perm", std::move(perm)}}) : v;
+  };
+  const std::vector<int64_t> to_nchw = {0, 3, 1, 2}, to_nhwc = {0, 2, 3, 1};
+  ir::Attrs attrs;
+  for (const char* name : {"kernel", "stride", "padding"}) attrs[name] = b.attrs().at(name);
+  ir::GradValue dx;
+  if constexpr (Kind == PoolKind::kMax) {
+    dx =
+        b.op("max_pool2d_grad", {permute(b.input(0), to_nchw), permute(b.dout(0), to_nchw)}, attrs);
+  } else {
+    const Shape x = nchw_sizes(b.input_type(0).shape, last);
+    attrs["count_include_pad"] = b.attrs().at("count_include_pad");
+    attrs["input_size"] = std::vector<int64_t>{x[2], x[3]};
+    dx = b.op("avg_pool2d_grad", {permute(b.dout(0), to_nchw)}, attrs);
+  }
+  b.set_grad(0, permute(dx, to_nhwc));
+}
+
 const ir::OpRegistration kMaxPool2d =
     ir::define_op("max_pool2d")
         .arity(1)
@@ -285,7 +493,8 @@ const ir::OpRegistration kMaxPool2d =
             sample({f32({1, 7, 7, 144})}, channels_last_attrs(pool_attrs({3, 3}, {2, 2}, {1, 1}))),
             sample({f32({2, 6, 5, 48})}, channels_last_attrs(pool_attrs({2, 2}, {}, {0, 0}))),
         })
-        .doc("max over 2-D windows of NCHW x");
+        .doc("max over 2-D windows of NCHW x")
+        .backward({.inputs = 1}, pool_backward<PoolKind::kMax>);
 
 const ir::OpRegistration kAvgPool2d =
     ir::define_op("avg_pool2d")
@@ -326,7 +535,8 @@ const ir::OpRegistration kAvgPool2d =
               return s;
             }(),
         })
-        .doc("mean over 2-D windows of NCHW x");
+        .doc("mean over 2-D windows of NCHW x")
+        .backward({}, pool_backward<PoolKind::kAvg>);
 
 // ---- global_avg_pool ----
 
@@ -387,7 +597,16 @@ const ir::OpRegistration kGlobalAvgPool =
         })
         .samples(
             {sample({f32({2, 3, 4, 5})}), sample({f32({1, 4, 7})}), sample({f32({2, 2, 3, 3, 2})})})
-        .doc("mean over all spatial dims of (N, C, ...) x, keeping them as size 1: (N, C, 1, 1)");
+        .doc("mean over all spatial dims of (N, C, ...) x, keeping them as size 1: (N, C, 1, 1)")
+        // dy shared equally over each plane.
+        .backward({}, [](ir::GradBuilder& b) {
+          if (!b.wants_grad(0)) return;
+          const Shape& x = b.input_type(0).shape;
+          int64_t size = 1;
+          for (size_t d = 2; d < x.size(); ++d) size *= x[d];
+          const ir::GradValue share = b.op("mul", {b.dout(0), scalar_like(b, 1.0 / double(size))});
+          b.set_grad(0, broadcast_to(b, share, x));
+        });
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -152,7 +152,8 @@ const ir::OpRegistration kPrint =
     ir::define_op("print")
         .inputs(1, -1)
         .attr("prefix", ir::AttrKind::kString, std::string(), "text written before the tensors")
-        .traits(ir::Trait::kSideEffect)
+        // No gradient flows back through what it prints and passes on.
+        .traits(ir::Trait::kSideEffect | ir::Trait::kNoGradient)
         .infer([](std::span<const TensorType> in, const Attrs&) {
           return std::vector<TensorType>{in[0]};
         })

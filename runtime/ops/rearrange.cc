@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
 #include "runtime/kernels/strided.h"
@@ -99,7 +100,22 @@ const ir::OpRegistration kTile =
             // No copies along axis 0: an empty result.
             sample({f32({2, 3})}, tile_attrs({0, 2})),
         })
-        .doc("x repeated multiples[d] times along each axis d (numpy's tile, ONNX's Tile)");
+        .doc("x repeated multiples[d] times along each axis d (numpy's tile, ONNX's Tile)")
+        // Every copy's dout summed back: dout viewed as (m0, d0, m1, d1, ...), summed over the m.
+        .backward({}, [](ir::GradBuilder& b) {
+          if (!b.wants_grad(0)) return;
+          const Shape& shape = b.input_type(0).shape;
+          const std::vector<int64_t>& multiples = ir::attr_ints(b.attrs(), "multiples", "tile");
+          Shape split;
+          std::vector<int64_t> copies;
+          for (size_t d = 0; d < shape.size(); ++d) {
+            copies.push_back(static_cast<int64_t>(split.size()));
+            split.push_back(multiples[d]);
+            split.push_back(shape[d]);
+          }
+          const ir::GradValue g = reshape_to(b, b.dout(0), split);
+          b.set_grad(0, reshape_to(b, sum_over(b, g, copies, false), shape));
+        });
 
 // ---- trilu ----
 
@@ -184,7 +200,11 @@ const ir::OpRegistration kTrilu =
             sample({f32({2, 1, 3, 7})}, trilu_attrs(false, 2)),
             sample({f32({3, 4})}, trilu_attrs(false, -100)),  // every element zeroed
         })
-        .doc("the upper (or lower) triangle of the last two axes from diagonal k, the rest zeroed");
+        .doc("the upper (or lower) triangle of the last two axes from diagonal k, the rest zeroed")
+        // A mask: dout through the same mask.
+        .backward({}, [](ir::GradBuilder& b) {
+          if (b.wants_grad(0)) b.set_grad(0, b.op("trilu", {b.dout(0)}, b.attrs()));
+        });
 
 // ---- depth_to_space, space_to_depth ----
 
@@ -270,6 +290,23 @@ std::vector<RefTensor> depth_to_space_reference(std::span<const RefTensor> in, c
   return {out};
 }
 
+// Backward: a permutation of the elements, undone. DCR's inverse is space_to_depth; CRD moves
+// x viewed as (N, C', b, b, H, W) to (N, C', H, b, W, b), undone by the inverse transpose.
+void depth_to_space_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  const int64_t block = ir::attr_int(b.attrs(), "block_size", "depth_to_space");
+  if (!crd_mode(b.attrs())) {
+    b.set_grad(0, b.op("space_to_depth", {b.dout(0)}, {{"block_size", block}}));
+    return;
+  }
+  const Shape& x = b.input_type(0).shape;
+  const int64_t channels = x[1] / (block * block);
+  const ir::GradValue g = reshape_to(b, b.dout(0), {x[0], channels, x[2], block, x[3], block});
+  const ir::GradValue moved =
+      b.op("transpose", {g}, {{"perm", std::vector<int64_t>{0, 1, 3, 5, 2, 4}}});
+  b.set_grad(0, reshape_to(b, moved, x));
+}
+
 ir::Attrs block_attrs(int64_t b, std::string mode) {
   return {{"block_size", b}, {"mode", std::move(mode)}};
 }
@@ -291,7 +328,8 @@ const ir::OpRegistration kDepthToSpace =
             sample({f32({2, 12, 3, 1})}, block_attrs(2, "CRD")),
             sample({f32({2, 5, 3, 2})}, block_attrs(1, "DCR")),
         })
-        .doc("NCHW (N, C, H, W) -> (N, C / b^2, H * b, W * b): channels into b x b spatial blocks");
+        .doc("NCHW (N, C, H, W) -> (N, C / b^2, H * b, W * b): channels into b x b spatial blocks")
+        .backward({}, depth_to_space_backward);
 
 std::vector<TensorType> infer_space_to_depth(std::span<const TensorType> in, const Attrs& attrs) {
   constexpr std::string_view kOp = "space_to_depth";
@@ -345,7 +383,15 @@ const ir::OpRegistration kSpaceToDepth =
             sample({f32({1, 2, 2, 4})}, {{"block_size", int64_t{2}}}),
             sample({f32({2, 3, 5, 7})}, {{"block_size", int64_t{1}}}),
         })
-        .doc("NCHW (N, C, H, W) -> (N, C * b^2, H / b, W / b): b x b spatial blocks into channels");
+        .doc("NCHW (N, C, H, W) -> (N, C * b^2, H / b, W / b): b x b spatial blocks into channels")
+        // The inverse of depth_to_space in DCR order: dout moved back by it.
+        .backward({}, [](ir::GradBuilder& b) {
+          if (!b.wants_grad(0)) return;
+          b.set_grad(0,
+                     b.op("depth_to_space", {b.dout(0)},
+                          {{"block_size", ir::attr_int(b.attrs(), "block_size", "space_to_depth")},
+                           {"mode", std::string("DCR")}}));
+        });
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -459,6 +459,54 @@ void mean_backward(ir::GradBuilder& b) {
   b.set_grad(0, broadcast_to(b, scaled, b.input_type(0).shape));
 }
 
+// reduce_max and reduce_min: dout goes to the elements equal to the result, split evenly among
+// them on a tie (TensorFlow's and MindSpore's rule), so the ties' gradients sum to dout.
+template <Reduction R>
+void extreme_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  const std::string_view op = R == Reduction::kMax ? "reduce_max" : "reduce_min";
+  const std::vector<bool> reduced = reduced_axes(op, b.input_type(0).shape, b.attrs());
+  const Shape kept = reduced_shape(b.input_type(0).shape, reduced, true);
+  std::vector<int64_t> axes;
+  for (size_t d = 0; d < reduced.size(); ++d) {
+    if (reduced[d]) axes.push_back(static_cast<int64_t>(d));
+  }
+  const DType dtype = b.input_type(0).dtype;
+  const ir::GradValue hit = b.op(
+      "cast", {b.op("equal", {b.input(0), reshape_to(b, b.output(0), kept)})}, {{"dtype", dtype}});
+  const ir::GradValue ties = reshape_to(b, sum_over(b, hit, axes, true), kept);
+  const ir::GradValue share = b.op("div", {reshape_to(b, b.dout(0), kept), ties});
+  b.set_grad(0, b.op("mul", {hit, share}));
+}
+
+// reduce_prod: each element's gradient is dout times the product of the others, computed without
+// dividing by zero. With p the product of the nonzero elements and z the count of zeros: p / x
+// where z = 0; p at the zero where z = 1, 0 at the others; 0 everywhere where z > 1.
+void prod_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  const TensorType& type = b.input_type(0);
+  const std::vector<bool> reduced = reduced_axes("reduce_prod", type.shape, b.attrs());
+  const Shape kept = reduced_shape(type.shape, reduced, true);
+  std::vector<int64_t> axes;
+  for (size_t d = 0; d < reduced.size(); ++d) {
+    if (reduced[d]) axes.push_back(static_cast<int64_t>(d));
+  }
+  // A scalar reduces over no axis: the product of one element.
+  if (axes.empty()) return b.set_grad(0, reshape_to(b, b.dout(0), type.shape));
+  const ir::Attrs over = {{"axes", axes}, {"keep_dims", true}};
+  const ir::GradValue x = b.input(0), zero = scalar_like(b, 0), one = scalar_like(b, 1);
+  const ir::GradValue is_zero = b.op("equal", {x, zero});
+  const ir::GradValue nonzero = b.op("select", {is_zero, one, x});
+  const ir::GradValue p = b.op("reduce_prod", {nonzero}, over);
+  const ir::GradValue zeros =
+      b.op("reduce_sum", {b.op("cast", {is_zero}, {{"dtype", type.dtype}})}, over);
+  const ir::GradValue lone_zero = b.op("logical_and", {b.op("equal", {zeros, one}), is_zero});
+  const ir::GradValue local =
+      b.op("select", {b.op("equal", {zeros, zero}), b.op("div", {p, nonzero}),
+                      b.op("select", {lone_zero, p, zero})});
+  b.set_grad(0, b.op("mul", {reshape_to(b, b.dout(0), kept), local}));
+}
+
 ir::OpBuilder declare(std::string name, std::initializer_list<DType> types, std::string doc,
                       ir::KernelFn kernel, ir::ReferenceFn reference, double tolerance,
                       ir::ReduceMath math) {
@@ -491,17 +539,20 @@ const ir::OpRegistration kReduceMean =
 const ir::OpRegistration kReduceMax =
     declare("reduce_max", kNumericTypes, "maximum over axes", reduce_kernel<Reduction::kMax>,
             reduce_reference<Reduction::kMax>, 1e-6,
-            reduce_math<Reduction::kMax, float, double, int32_t, int64_t>());
+            reduce_math<Reduction::kMax, float, double, int32_t, int64_t>())
+        .backward({.inputs = 1, .outputs = 1}, extreme_backward<Reduction::kMax>);
 const ir::OpRegistration kReduceMin =
     declare("reduce_min", kNumericTypes, "minimum over axes", reduce_kernel<Reduction::kMin>,
             reduce_reference<Reduction::kMin>, 1e-6,
-            reduce_math<Reduction::kMin, float, double, int32_t, int64_t>());
+            reduce_math<Reduction::kMin, float, double, int32_t, int64_t>())
+        .backward({.inputs = 1, .outputs = 1}, extreme_backward<Reduction::kMin>);
 const ir::OpRegistration kReduceProd =
     declare("reduce_prod", kNumericTypes,
             "product over axes (of none: 1; integers wrap around on overflow)",
             reduce_kernel<Reduction::kProd>, reduce_reference<Reduction::kProd>, 1e-5,
             reduce_math<Reduction::kProd, float, double, int32_t, int64_t>())
-        .samples(prod_samples());
+        .samples(prod_samples())
+        .backward({.inputs = 1}, prod_backward);
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -23,6 +23,7 @@
 #include <string>
 #include <utility>
 
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
 #include "runtime/parallel.h"
@@ -421,6 +422,34 @@ ir::Attrs resize_attrs(int64_t out_h, int64_t out_w, std::string mode, std::stri
           {"scale_w", scale_w}};
 }
 
+// Backward. Every mode is linear in x and separable: each plane is resized as Mh x Mw^T, Mh
+// (out_h x H) and Mw (out_w x W) holding each output index's taps and weights along its axis. So
+// dx = Mh^T dy Mw per plane, and the matrices come from resize itself: resizing the identity of
+// H as H images of one column (H, 1, H, 1) to (out_h, 1) gives Mh^T (a one-element axis resizes
+// to copies of its element in every mode, taps clamped into it), and likewise for Mw.
+ir::GradValue resize_matrix(ir::GradBuilder& b, int64_t axis) {
+  const TensorType& x = b.input_type(0);
+  const int64_t n = x.shape[axis];
+  const ir::GradValue index = b.op("range", {}, {{"limit", double(n)}, {"dtype", x.dtype}});
+  const ir::GradValue identity =
+      b.op("cast", {b.op("equal", {reshape_to(b, index, {n, 1}), reshape_to(b, index, {1, n})})},
+           {{"dtype", x.dtype}});
+  ir::Attrs attrs = b.attrs();
+  const bool rows = axis == 2;
+  attrs[rows ? "out_w" : "out_h"] = int64_t{1};
+  attrs[rows ? "scale_w" : "scale_h"] = 0.0;
+  const Shape images = rows ? Shape{n, 1, n, 1} : Shape{n, 1, 1, n};
+  const ir::GradValue resized = b.op("resize", {reshape_to(b, identity, images)}, attrs);
+  const int64_t out = ir::attr_int(b.attrs(), rows ? "out_h" : "out_w", "resize");
+  return reshape_to(b, resized, {n, out});
+}
+
+void resize_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  const ir::GradValue rows = b.op("batch_matmul", {resize_matrix(b, 2), b.dout(0)});
+  b.set_grad(0, b.op("batch_matmul", {rows, resize_matrix(b, 3)}, {{"transpose_b", true}}));
+}
+
 const ir::OpRegistration kResize =
     ir::define_op("resize")
         .arity(1)
@@ -482,7 +511,8 @@ const ir::OpRegistration kResize =
         })
         .doc(
             "the height and width of NCHW x resampled to (out_h, out_w), nearest, bilinear or "
-            "bicubic (ONNX's Resize)");
+            "bicubic (ONNX's Resize)")
+        .backward({}, resize_backward);
 
 }  // namespace
 }  // namespace mf::runtime::ops

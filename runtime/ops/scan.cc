@@ -146,7 +146,14 @@ const ir::OpRegistration kCumsum =
             sample({f32({3, 2, 1030})}, cumsum_attrs(1, true, false)),  // two column blocks
         })
         .tolerance(1e-4)  // float32 running sums against double ones
-        .doc("running sums along axis (exclusive: each without itself; reverse: from the end)");
+        .doc("running sums along axis (exclusive: each without itself; reverse: from the end)")
+        // Element k feeds the sums after it (before it, reversed): dout summed the other way.
+        .backward({}, [](ir::GradBuilder& b) {
+          if (!b.wants_grad(0)) return;
+          ir::Attrs attrs = b.attrs();
+          attrs["reverse"] = !ir::attr_bool(attrs, "reverse", "cumsum");
+          b.set_grad(0, b.op("cumsum", {b.dout(0)}, std::move(attrs)));
+        });
 
 }  // namespace
 }  // namespace mf::runtime::ops

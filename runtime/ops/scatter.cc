@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "runtime/kernels/grad_util.h"
 #include "runtime/kernels/op_util.h"
 #include "runtime/kernels/reference.h"
 #include "runtime/parallel.h"
@@ -306,6 +307,15 @@ ir::Attrs axis_attrs(int64_t axis) {
   return {{"axis", axis}};
 }
 
+// Backward: dout added back at the picked positions of zeros shaped as data.
+void gather_elements_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  const ir::GradValue zeros = b.zeros_like(b.input_type(0));
+  b.set_grad(0, b.op("scatter_elements", {zeros, b.input(1), b.dout(0)},
+                     {{"axis", ir::attr_int(b.attrs(), "axis", "gather_elements")},
+                      {"reduction", std::string("add")}}));
+}
+
 // Samples drawn from [-0.4, 0.4] give integer indices in [-2, 2] (integers are scaled by 5), valid
 // for an axis of 3 or more; the others draw indices from [-10, 10] for an axis of 11 or more.
 const ir::OpRegistration kGatherElements =
@@ -329,7 +339,8 @@ const ir::OpRegistration kGatherElements =
         })
         .doc(
             "y[i][j][k] = data[indices[i][j][k]][j][k] for axis 0 (and likewise for the others): "
-            "y has the shape of indices (numpy's take_along_axis, ONNX's GatherElements)");
+            "y has the shape of indices (numpy's take_along_axis, ONNX's GatherElements)")
+        .backward({.inputs = 0b10}, gather_elements_backward);
 
 void scatter_elements_kernel(const ir::KernelContext& ctx) {
   const Reduction r = reduction_of(ctx.op_name, ctx.attrs);
@@ -519,6 +530,33 @@ std::vector<RefTensor> gather_nd_reference(std::span<const RefTensor> in, const 
   return {out};
 }
 
+// Backward: dout added back at the addressed slices of zeros shaped as data, by scatter_nd. Batch
+// axes become leading indices of each tuple (their coordinates from range, broadcast over the
+// tuples), since scatter_nd has no batch_dims.
+void gather_nd_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  const TensorType& data = b.input_type(0);
+  const TensorType& indices = b.input_type(1);
+  const int64_t batch = ir::attr_int(b.attrs(), "batch_dims", "gather_nd");
+  ir::GradValue tuples = b.input(1);
+  if (batch > 0) {
+    Shape tuple_shape = indices.shape;
+    tuple_shape.back() = 1;
+    std::vector<ir::GradValue> parts;
+    for (int64_t d = 0; d < batch; ++d) {
+      const ir::GradValue coord =
+          b.op("range", {}, {{"limit", double(data.shape[d])}, {"dtype", indices.dtype}});
+      Shape along(tuple_shape.size(), 1);
+      along[d] = data.shape[d];
+      parts.push_back(broadcast_to(b, reshape_to(b, coord, along), tuple_shape));
+    }
+    parts.push_back(tuples);
+    tuples = b.op("concat", parts, {{"axis", int64_t{-1}}});
+  }
+  b.set_grad(0, b.op("scatter_nd", {b.zeros_like(data), tuples, b.dout(0)},
+                     {{"reduction", std::string("add")}}));
+}
+
 const ir::OpRegistration kGatherNd =
     ir::define_op("gather_nd")
         .arity(2)
@@ -537,7 +575,8 @@ const ir::OpRegistration kGatherNd =
         })
         .doc(
             "slices of data addressed by the index tuples along the last axis of indices: y has "
-            "shape indices.shape[:-1] + data.shape[batch_dims + k:] (ONNX's GatherND)");
+            "shape indices.shape[:-1] + data.shape[batch_dims + k:] (ONNX's GatherND)")
+        .backward({.inputs = 0b10}, gather_nd_backward);
 
 std::vector<TensorType> infer_scatter_nd(std::span<const TensorType> in, const Attrs& attrs) {
   constexpr std::string_view kOp = "scatter_nd";

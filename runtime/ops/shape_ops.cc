@@ -1,6 +1,7 @@
-// Shape ops: reshape, flatten, expand_dims, squeeze (views: only the shape changes), transpose,
-// broadcast_to, slice, concat and split. They move bytes, never interpret them, so every dtype is
-// supported and the kernels are instantiated per element size only (strided.h).
+// Shape ops: reshape, flatten, expand_dims, squeeze and stop_gradient (views: only the shape
+// changes, if anything), transpose, broadcast_to, slice, concat and split. They move bytes, never
+// interpret them, so every dtype is supported and the kernels are instantiated per element size
+// only (strided.h).
 
 #include <algorithm>
 #include <cstring>
@@ -196,6 +197,27 @@ const ir::OpRegistration kSqueeze =
         .doc("removes size-1 axes")
         .backward({}, view_backward);
 
+// ---- stop_gradient ----
+
+std::vector<TensorType> infer_identity(std::span<const TensorType> in, const Attrs&) {
+  return {in[0]};
+}
+
+// The identity as a view (copied only where the executor gives it bytes of its own, in place where
+// x dies here), declared kNoGradient so that differentiation treats y as a constant. No pass
+// matches it by name: simplification keeps it, constant folding folds it like any pure op, and
+// fusion treats it as the view it is (a boundary).
+const ir::OpRegistration kStopGradient =
+    ir::define_op("stop_gradient")
+        .arity(1)
+        .traits(kViewTraits | Trait::kNoGradient)
+        .infer(infer_identity)
+        .kernel(copy_kernel)
+        .reference(view_reference(infer_identity))
+        .samples({sample({f32({2, 3})}), sample({f32({})}), sample({f64({4, 1, 5})}),
+                  sample({i64({6})}), sample({boolean({3, 2})})})
+        .doc("x unchanged; no gradient flows back through it (MindSpore's stop_gradient)");
+
 // ---- transpose ----
 
 std::vector<int64_t> resolve_perm(const Shape& shape, const Attrs& attrs) {
@@ -315,7 +337,10 @@ const ir::OpRegistration kBroadcastTo =
             {f32({1, 3}), {{"shape", std::vector<int64_t>{0, 3}}}},
             {f32({1, 0}), {{"shape", std::vector<int64_t>{4, 0}}}},
         }))
-        .doc("numpy broadcast of x to shape");
+        .doc("numpy broadcast of x to shape")
+        .backward({}, [](ir::GradBuilder& b) {
+          if (b.wants_grad(0)) b.set_grad(0, b.reduce_to(b.dout(0), b.input_type(0).shape));
+        });
 
 // ---- slice ----
 
@@ -371,6 +396,39 @@ void slice_kernel(const ir::KernelContext& ctx) {
   strided_copy(view, elem, ctx.outputs[0].data);
 }
 
+// The backward of a slice puts dout back where it came from, zeros elsewhere. Along an axis of
+// step s the m values move to every s-th place (each value followed by s - 1 zeros: a new axis
+// padded to s, merged back), then one pad puts the block at its begin, cropping the zeros that
+// run past the end (pad takes negative pads as crops).
+void slice_backward(ir::GradBuilder& b) {
+  if (!b.wants_grad(0)) return;
+  const Shape& shape = b.input_type(0).shape;
+  const SliceSpec spec = resolve_slice(shape, b.attrs());
+  const size_t rank = shape.size();
+  ir::GradValue g = b.dout(0);
+  Shape spread = spec.out;
+  for (size_t d = 0; d < rank; ++d) {
+    if (spec.step[d] == 1 || spec.out[d] == 0) continue;
+    Shape split = spread;
+    split.insert(split.begin() + d + 1, 1);
+    g = reshape_to(b, g, split);
+    std::vector<int64_t> pads(2 * (rank + 1), 0);
+    pads[rank + 1 + d + 1] = spec.step[d] - 1;
+    g = b.op("pad", {g}, {{"pads", pads}});
+    spread[d] *= spec.step[d];
+    g = reshape_to(b, g, spread);
+  }
+  std::vector<int64_t> pads(2 * rank);
+  for (size_t d = 0; d < rank; ++d) {
+    pads[d] = spec.begin[d];
+    pads[rank + d] = shape[d] - spec.begin[d] - spread[d];
+  }
+  if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; })) {
+    g = b.op("pad", {g}, {{"pads", pads}});
+  }
+  b.set_grad(0, g);
+}
+
 ir::Attrs slice_attrs(std::vector<int64_t> begin, std::vector<int64_t> end,
                       std::vector<int64_t> strides = {}) {
   return {{"begin", begin}, {"end", end}, {"strides", strides}};
@@ -406,7 +464,8 @@ const ir::OpRegistration kSlice =
             {f32({7}), slice_attrs({-100}, {100})},
             {f32({3, 4}), slice_attrs({2, 0}, {1, 4})},  // empty
         }))
-        .doc("x[begin:end:strides] per axis, numpy basic slicing with positive steps");
+        .doc("x[begin:end:strides] per axis, numpy basic slicing with positive steps")
+        .backward({}, slice_backward);
 
 // ---- concat ----
 
@@ -491,7 +550,24 @@ const ir::OpRegistration kConcat =
             sample({f32({2, 3, 4}), f32({2, 2, 4})}, {{"axis", int64_t{1}}}),
             sample({f32({5})}),
         })
-        .doc("joins inputs along axis");
+        .doc("joins inputs along axis")
+        .backward({}, [](ir::GradBuilder& b) {
+          // dout cut back into the inputs' parts by one split.
+          const int64_t axis = ir::normalize_axis(ir::attr_int(b.attrs(), "axis", "concat"),
+                                                  rank_of(b.input_type(0)), "concat");
+          std::vector<int64_t> sections;
+          bool any = false;
+          for (size_t i = 0; i < b.num_inputs(); ++i) {
+            sections.push_back(b.input_type(i).shape[axis]);
+            any = any || b.wants_grad(i);
+          }
+          if (!any) return;
+          const std::vector<ir::GradValue> parts =
+              b.emit("split", {b.dout(0)}, {{"axis", axis}, {"sections", sections}});
+          for (size_t i = 0; i < b.num_inputs(); ++i) {
+            if (b.wants_grad(i)) b.set_grad(i, parts[i]);
+          }
+        });
 
 // ---- split ----
 
@@ -604,7 +680,14 @@ const ir::OpRegistration kSplit =
             {f32({2, 6, 3}), {{"axis", int64_t{1}}, {"sections", std::vector<int64_t>{1, 5}}}},
             {f32({4}), {{"num", int64_t{1}}}},
         }))
-        .doc("cuts x along axis into parts: one output per part");
+        .doc("cuts x along axis into parts: one output per part")
+        .backward({}, [](ir::GradBuilder& b) {
+          if (!b.wants_grad(0)) return;
+          std::vector<ir::GradValue> douts;
+          for (size_t k = 0; k < b.num_outputs(); ++k) douts.push_back(b.dout(k));
+          b.set_grad(0,
+                     b.op("concat", douts, {{"axis", ir::attr_int(b.attrs(), "axis", "split")}}));
+        });
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -182,7 +182,15 @@ const ir::OpRegistration kTopK =
         })
         .doc(
             "(values, Int64 positions) of the k largest (or smallest) elements along axis, in "
-            "order, ties by position, NaN largest (torch.topk, ONNX's TopK)");
+            "order, ties by position, NaN largest (torch.topk, ONNX's TopK)")
+        // dout of the values added back at their positions (output 1) in zeros shaped as x.
+        .backward({.outputs = 0b10}, [](ir::GradBuilder& b) {
+          if (!b.wants_grad(0)) return;
+          b.set_grad(
+              0, b.op("scatter_elements", {b.zeros_like(b.input_type(0)), b.output(1), b.dout(0)},
+                      {{"axis", ir::attr_int(b.attrs(), "axis", "top_k")},
+                       {"reduction", std::string("add")}}));
+        });
 
 // ---- hardmax ----
 
@@ -265,7 +273,8 @@ const ir::OpRegistration kHardmax =
         .arity(1)
         .attr("axis", ir::AttrKind::kInt, int64_t{-1},
               "the axis of the one-hot (negative counts from the end)")
-        .traits(Trait::kPure)
+        // A one-hot of the argmax: flat wherever it is differentiable.
+        .traits(Trait::kPure | Trait::kNoGradient)
         .infer([](std::span<const TensorType> in, const Attrs& attrs) {
           check_dtype("hardmax", in[0].dtype, kNumericTypes);
           MF_CHECK(!in[0].shape.empty(), InvalidArgument,

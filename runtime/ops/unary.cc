@@ -191,6 +191,24 @@ ir::GradValue gelu_erf_derivative(ir::GradBuilder& b) {
   return b.op("add", {cdf, b.op("mul", {x, density})});
 }
 
+// sign, floor, ceil and round are flat wherever they are differentiable: their rule gives no
+// gradient, which the builder makes zeros.
+void zero_gradient(ir::GradBuilder&) {}
+
+// 1 / sqrt(c + s x^2), the derivative of asin (c 1, s -1), asinh (1, 1) and acosh (-1, 1).
+ir::GradValue inverse_sqrt_of(ir::GradBuilder& b, double c, double s) {
+  const ir::GradValue x = b.input(0);
+  const ir::GradValue sq = b.op("mul", {scalar_like(b, s), b.op("mul", {x, x})});
+  return b.op("rsqrt", {b.op("add", {scalar_like(b, c), sq})});
+}
+
+// 1 / (1 + s x^2): atan (s 1) and atanh (s -1).
+ir::GradValue reciprocal_of(ir::GradBuilder& b, double s) {
+  const ir::GradValue x = b.input(0);
+  const ir::GradValue sq = b.op("mul", {scalar_like(b, s), b.op("mul", {x, x})});
+  return b.op("div", {scalar_like(b, 1), b.op("add", {scalar_like(b, 1), sq})});
+}
+
 ir::OpBuilder declare(std::string name, const ir::ElementwiseMath& math,
                       double (*reference)(double), std::string doc, Trait extra = Trait::kNone,
                       double low = -2.0, double high = 2.0) {
@@ -211,8 +229,11 @@ const ir::OpRegistration kNeg = declare(
                                     .backward({}, [](ir::GradBuilder& b) {
                                       if (b.wants_grad(0)) b.set_grad(0, b.op("neg", {b.dout(0)}));
                                     });
-const ir::OpRegistration kAbs = declare(
-    "abs", kAbsMath, [](double x) { return std::abs(x); }, "|x|");
+const ir::OpRegistration kAbs =
+    declare(
+        "abs", kAbsMath, [](double x) { return std::abs(x); }, "|x|")
+        .backward(kNeedsInput,
+                  chain_rule([](ir::GradBuilder& b) { return b.op("sign", {b.input(0)}); }));
 const ir::OpRegistration kExp = declare(
                                     "exp", kExpMath, [](double x) { return std::exp(x); }, "e^x")
                                     .backward(kNeedsOutput, chain_rule(y_of));
@@ -272,8 +293,15 @@ const ir::OpRegistration kTanh =
         "tanh", kTanhMath, [](double x) { return std::tanh(x); }, "hyperbolic tangent")
         .backward(kNeedsOutput,
                   chain_rule([](ir::GradBuilder& b) { return one_minus_square(b, b.output(0)); }));
-const ir::OpRegistration kErf = declare(
-    "erf", kErfMath, [](double x) { return std::erf(x); }, "Gauss error function");
+const ir::OpRegistration kErf =
+    declare(
+        "erf", kErfMath, [](double x) { return std::erf(x); }, "Gauss error function")
+        .backward(kNeedsInput, chain_rule([](ir::GradBuilder& b) {
+                    // 2 / sqrt(pi) exp(-x^2)
+                    const ir::GradValue x = b.input(0);
+                    return b.op("mul", {scalar_like(b, std::numbers::inv_sqrtpi * 2),
+                                        b.op("exp", {b.op("neg", {b.op("mul", {x, x})})})});
+                  }));
 const ir::OpRegistration kGeluTanh =
     declare(
         "gelu_tanh", kGeluTanhMath,
@@ -292,57 +320,98 @@ const ir::OpRegistration kGeluErf =
         .expander(expand_gelu_erf)
         .backward(kNeedsInput, chain_rule(gelu_erf_derivative));
 const ir::OpRegistration kSign = declare(
-    "sign", kSignMath,
-    [](double x) {
-      if (x > 0) return 1.0;
-      if (x < 0) return -1.0;
-      return x == 0 ? 0.0 : x;  // NaN stays NaN
-    },
-    "sign of x: -1, 0 or 1 (NaN stays NaN)");
+                                     "sign", kSignMath,
+                                     [](double x) {
+                                       if (x > 0) return 1.0;
+                                       if (x < 0) return -1.0;
+                                       return x == 0 ? 0.0 : x;  // NaN stays NaN
+                                     },
+                                     "sign of x: -1, 0 or 1 (NaN stays NaN)")
+                                     .backward({}, zero_gradient);
 // Wider samples than [-2, 2], so floor, ceil and round cross several integers.
 const ir::OpRegistration kFloor = declare(
-    "floor", kFloorMath, [](double x) { return std::floor(x); }, "largest integer <= x",
-    Trait::kNone, -4.0, 4.0);
+                                      "floor", kFloorMath, [](double x) { return std::floor(x); },
+                                      "largest integer <= x", Trait::kNone, -4.0, 4.0)
+                                      .backward({}, zero_gradient);
 const ir::OpRegistration kCeil = declare(
-    "ceil", kCeilMath, [](double x) { return std::ceil(x); }, "smallest integer >= x", Trait::kNone,
-    -4.0, 4.0);
-const ir::OpRegistration kRound = declare(
-    "round", kRoundMath,
-    [](double x) {
-      // Halves go to the even neighbour; x - floor(x) is exact for every float.
-      const double below = std::floor(x), fraction = x - below;
-      if (fraction != 0.5) return fraction < 0.5 ? below : below + 1;
-      return std::fmod(below, 2.0) == 0 ? below : below + 1;
-    },
-    "x rounded to the nearest integer, halves to the even one (numpy's round, ONNX Round)",
-    Trait::kNone, -4.0, 4.0);
+                                     "ceil", kCeilMath, [](double x) { return std::ceil(x); },
+                                     "smallest integer >= x", Trait::kNone, -4.0, 4.0)
+                                     .backward({}, zero_gradient);
+const ir::OpRegistration kRound =
+    declare(
+        "round", kRoundMath,
+        [](double x) {
+          // Halves go to the even neighbour; x - floor(x) is exact for every float.
+          const double below = std::floor(x), fraction = x - below;
+          if (fraction != 0.5) return fraction < 0.5 ? below : below + 1;
+          return std::fmod(below, 2.0) == 0 ? below : below + 1;
+        },
+        "x rounded to the nearest integer, halves to the even one (numpy's round, ONNX Round)",
+        Trait::kNone, -4.0, 4.0)
+        .backward({}, zero_gradient);
 
 // Samples stay inside each function's domain: [-0.9, 0.9] for asin, acos and atanh, [1.1, 4] for
 // acosh, [-1.2, 1.2] for tan (away from its poles).
-const ir::OpRegistration kSin = declare(
-    "sin", kSinMath, [](double x) { return std::sin(x); }, "sine");
+const ir::OpRegistration kSin =
+    declare(
+        "sin", kSinMath, [](double x) { return std::sin(x); }, "sine")
+        .backward(kNeedsInput,
+                  chain_rule([](ir::GradBuilder& b) { return b.op("cos", {b.input(0)}); }));
 const ir::OpRegistration kCos = declare(
-    "cos", kCosMath, [](double x) { return std::cos(x); }, "cosine");
-const ir::OpRegistration kTan = declare(
-    "tan", kTanMath, [](double x) { return std::tan(x); }, "tangent", Trait::kNone, -1.2, 1.2);
-const ir::OpRegistration kAsin = declare(
-    "asin", kAsinMath, [](double x) { return std::asin(x); }, "arcsine", Trait::kNone, -0.9, 0.9);
+                                    "cos", kCosMath, [](double x) { return std::cos(x); }, "cosine")
+                                    .backward(kNeedsInput, chain_rule([](ir::GradBuilder& b) {
+                                                return b.op("neg", {b.op("sin", {b.input(0)})});
+                                              }));
+const ir::OpRegistration kTan =
+    declare(
+        "tan", kTanMath, [](double x) { return std::tan(x); }, "tangent", Trait::kNone, -1.2, 1.2)
+        .backward(kNeedsOutput, chain_rule([](ir::GradBuilder& b) {
+                    // 1 + tan^2
+                    const ir::GradValue y = b.output(0);
+                    return b.op("add", {scalar_like(b, 1), b.op("mul", {y, y})});
+                  }));
+const ir::OpRegistration kAsin =
+    declare(
+        "asin", kAsinMath, [](double x) { return std::asin(x); }, "arcsine", Trait::kNone, -0.9,
+        0.9)
+        .backward(kNeedsInput,
+                  chain_rule([](ir::GradBuilder& b) { return inverse_sqrt_of(b, 1, -1); }));
 const ir::OpRegistration kAcos = declare(
-    "acos", kAcosMath, [](double x) { return std::acos(x); }, "arccosine", Trait::kNone, -0.9, 0.9);
-const ir::OpRegistration kAtan = declare(
-    "atan", kAtanMath, [](double x) { return std::atan(x); }, "arctangent");
-const ir::OpRegistration kSinh = declare(
-    "sinh", kSinhMath, [](double x) { return std::sinh(x); }, "hyperbolic sine");
-const ir::OpRegistration kCosh = declare(
-    "cosh", kCoshMath, [](double x) { return std::cosh(x); }, "hyperbolic cosine");
-const ir::OpRegistration kAsinh = declare(
-    "asinh", kAsinhMath, [](double x) { return std::asinh(x); }, "inverse hyperbolic sine");
-const ir::OpRegistration kAcosh = declare(
-    "acosh", kAcoshMath, [](double x) { return std::acosh(x); }, "inverse hyperbolic cosine",
-    Trait::kNone, 1.1, 4.0);
-const ir::OpRegistration kAtanh = declare(
-    "atanh", kAtanhMath, [](double x) { return std::atanh(x); }, "inverse hyperbolic tangent",
-    Trait::kNone, -0.9, 0.9);
+                                     "acos", kAcosMath, [](double x) { return std::acos(x); },
+                                     "arccosine", Trait::kNone, -0.9, 0.9)
+                                     .backward(kNeedsInput, chain_rule([](ir::GradBuilder& b) {
+                                                 return b.op("neg", {inverse_sqrt_of(b, 1, -1)});
+                                               }));
+const ir::OpRegistration kAtan =
+    declare(
+        "atan", kAtanMath, [](double x) { return std::atan(x); }, "arctangent")
+        .backward(kNeedsInput, chain_rule([](ir::GradBuilder& b) { return reciprocal_of(b, 1); }));
+const ir::OpRegistration kSinh =
+    declare(
+        "sinh", kSinhMath, [](double x) { return std::sinh(x); }, "hyperbolic sine")
+        .backward(kNeedsInput,
+                  chain_rule([](ir::GradBuilder& b) { return b.op("cosh", {b.input(0)}); }));
+const ir::OpRegistration kCosh =
+    declare(
+        "cosh", kCoshMath, [](double x) { return std::cosh(x); }, "hyperbolic cosine")
+        .backward(kNeedsInput,
+                  chain_rule([](ir::GradBuilder& b) { return b.op("sinh", {b.input(0)}); }));
+const ir::OpRegistration kAsinh =
+    declare(
+        "asinh", kAsinhMath, [](double x) { return std::asinh(x); }, "inverse hyperbolic sine")
+        .backward(kNeedsInput,
+                  chain_rule([](ir::GradBuilder& b) { return inverse_sqrt_of(b, 1, 1); }));
+const ir::OpRegistration kAcosh =
+    declare(
+        "acosh", kAcoshMath, [](double x) { return std::acosh(x); }, "inverse hyperbolic cosine",
+        Trait::kNone, 1.1, 4.0)
+        .backward(kNeedsInput,
+                  chain_rule([](ir::GradBuilder& b) { return inverse_sqrt_of(b, -1, 1); }));
+const ir::OpRegistration kAtanh =
+    declare(
+        "atanh", kAtanhMath, [](double x) { return std::atanh(x); }, "inverse hyperbolic tangent",
+        Trait::kNone, -0.9, 0.9)
+        .backward(kNeedsInput, chain_rule([](ir::GradBuilder& b) { return reciprocal_of(b, -1); }));
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -1,0 +1,201 @@
+#include "runtime/kernels/window_backward.h"
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "runtime/parallel.h"
+
+namespace mf::runtime::ops {
+namespace {
+
+template <typename T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <typename T>
+using Strided = Eigen::Map<const RowMatrix<T>, 0, Eigen::OuterStride<>>;
+
+// Planes per parallel chunk so that a chunk touches about 2^15 elements.
+int64_t planes_per_chunk(int64_t plane) {
+  return std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, plane));
+}
+
+// The output positions o in [0, out) whose window tap `k` (of stride s, dilation d, padding
+// `before`) reads input row or column i = o s - before + k d inside [0, size): [first, last).
+struct TapRange {
+  int64_t first = 0, last = 0;
+};
+TapRange tap_range(int64_t k, int64_t s, int64_t d, int64_t before, int64_t size, int64_t out) {
+  const int64_t offset = k * d - before;  // i = o s + offset
+  // o s + offset >= 0  <=>  o >= ceil(-offset / s)
+  int64_t first = offset >= 0 ? 0 : (-offset + s - 1) / s;
+  // o s + offset < size  <=>  o <= (size - 1 - offset) / s
+  int64_t last = size - 1 - offset < 0 ? 0 : (size - 1 - offset) / s + 1;
+  first = std::min(first, out);
+  last = std::clamp(last, first, out);
+  return {first, last};
+}
+
+}  // namespace
+
+// Each (image, input channel) plane of dx is one task's: the products of the channel's weights
+// with dy, (kh kw x og) times (og x oh ow) as one GEMM, then added at the positions they came from
+// (col2im), in a fixed order.
+template <typename T>
+void conv2d_backward_data(const WindowGeometry& g, int64_t out_channels, int64_t groups,
+                          const T* dy, const T* weight, T* dx) {
+  const int64_t cg = g.channels / groups, og = out_channels / groups;
+  const int64_t plane = g.h * g.w, out_plane = g.oh * g.ow, taps = g.kh * g.kw;
+  parallel_for(g.batch * g.channels, planes_per_chunk(og * taps * out_plane + plane),
+               [&](int64_t begin, int64_t end) {
+                 RowMatrix<T> cols;
+                 for (int64_t p = begin; p < end; ++p) {
+                   const int64_t n = p / g.channels, channel = p % g.channels;
+                   const int64_t group = channel / cg, c = channel % cg;
+                   const Strided<T> w(weight + (group * og * cg + c) * taps, og, taps,
+                                      Eigen::OuterStride<>(cg * taps));
+                   const Strided<T> grad(dy + (n * out_channels + group * og) * out_plane, og,
+                                         out_plane, Eigen::OuterStride<>(out_plane));
+                   cols.noalias() = w.transpose() * grad;
+                   T* out = dx + p * plane;
+                   std::fill(out, out + plane, T(0));
+                   for (int64_t i = 0; i < g.kh; ++i) {
+                     const TapRange rows = tap_range(i, g.sh, g.dh, g.top, g.h, g.oh);
+                     for (int64_t j = 0; j < g.kw; ++j) {
+                       const TapRange columns = tap_range(j, g.sw, g.dw, g.left, g.w, g.ow);
+                       const T* from = cols.data() + (i * g.kw + j) * out_plane;
+                       for (int64_t oy = rows.first; oy < rows.last; ++oy) {
+                         const int64_t row =
+                             (oy * g.sh - g.top + i * g.dh) * g.w - g.left + j * g.dw;
+                         for (int64_t ox = columns.first; ox < columns.last; ++ox) {
+                           out[row + ox * g.sw] += from[oy * g.ow + ox];
+                         }
+                       }
+                     }
+                   }
+                 }
+               });
+}
+
+// Each input channel's slice of dw (og x kh kw) is one task's: the sum over images, in order, of
+// dy (og x oh ow) times the channel's im2col (oh ow x kh kw), one GEMM per image.
+template <typename T>
+void conv2d_backward_weights(const WindowGeometry& g, int64_t out_channels, int64_t groups,
+                             const T* x, const T* dy, T* dw) {
+  const int64_t cg = g.channels / groups, og = out_channels / groups;
+  const int64_t plane = g.h * g.w, out_plane = g.oh * g.ow, taps = g.kh * g.kw;
+  parallel_for(g.channels, planes_per_chunk(g.batch * og * taps * out_plane),
+               [&](int64_t begin, int64_t end) {
+                 RowMatrix<T> cols(taps, out_plane), sum(og, taps);
+                 for (int64_t channel = begin; channel < end; ++channel) {
+                   const int64_t group = channel / cg, c = channel % cg;
+                   sum.setZero();
+                   for (int64_t n = 0; n < g.batch; ++n) {
+                     // Row (i, j) of cols: x at every output position's tap (i, j), 0 in the
+                     // padding.
+                     const T* image = x + (n * g.channels + channel) * plane;
+                     cols.setZero();
+                     for (int64_t i = 0; i < g.kh; ++i) {
+                       const TapRange rows = tap_range(i, g.sh, g.dh, g.top, g.h, g.oh);
+                       for (int64_t j = 0; j < g.kw; ++j) {
+                         const TapRange columns = tap_range(j, g.sw, g.dw, g.left, g.w, g.ow);
+                         T* to = cols.data() + (i * g.kw + j) * out_plane;
+                         for (int64_t oy = rows.first; oy < rows.last; ++oy) {
+                           const int64_t row =
+                               (oy * g.sh - g.top + i * g.dh) * g.w - g.left + j * g.dw;
+                           for (int64_t ox = columns.first; ox < columns.last; ++ox) {
+                             to[oy * g.ow + ox] = image[row + ox * g.sw];
+                           }
+                         }
+                       }
+                     }
+                     const Strided<T> grad(dy + (n * out_channels + group * og) * out_plane, og,
+                                           out_plane, Eigen::OuterStride<>(out_plane));
+                     sum.noalias() += grad * cols.transpose();
+                   }
+                   for (int64_t o = 0; o < og; ++o) {
+                     std::copy(sum.data() + o * taps, sum.data() + (o + 1) * taps,
+                               dw + ((group * og + o) * cg + c) * taps);
+                   }
+                 }
+               });
+}
+
+template <typename T>
+void max_pool2d_backward(const WindowGeometry& g, const T* x, const T* dy, T* dx) {
+  const int64_t plane = g.h * g.w, out_plane = g.oh * g.ow;
+  parallel_for(
+      g.batch * g.channels, planes_per_chunk(plane + out_plane * g.kh * g.kw),
+      [&](int64_t begin, int64_t end) {
+        std::vector<double> acc(plane);
+        for (int64_t p = begin; p < end; ++p) {
+          const T* in = x + p * plane;
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t oy = 0; oy < g.oh; ++oy) {
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              int64_t first = -1, best = -1;
+              for (int64_t i = 0; i < g.kh; ++i) {
+                const int64_t iy = oy * g.sh - g.top + i;
+                if (iy < 0 || iy >= g.h) continue;
+                for (int64_t j = 0; j < g.kw; ++j) {
+                  const int64_t ix = ox * g.sw - g.left + j;
+                  if (ix < 0 || ix >= g.w) continue;
+                  const int64_t at = iy * g.w + ix;
+                  if (first < 0) first = at;
+                  if (best < 0 ? in[at] > -std::numeric_limits<T>::infinity() : in[at] > in[best]) {
+                    best = at;
+                  }
+                }
+              }
+              const int64_t to = best >= 0 ? best : first;
+              if (to >= 0) acc[to] += static_cast<double>(dy[p * out_plane + oy * g.ow + ox]);
+            }
+          }
+          std::copy(acc.begin(), acc.end(), dx + p * plane);
+        }
+      });
+}
+
+template <typename T>
+void avg_pool2d_backward(const WindowGeometry& g, int64_t bottom, int64_t right, bool include_pad,
+                         const T* dy, T* dx) {
+  const int64_t plane = g.h * g.w, out_plane = g.oh * g.ow;
+  parallel_for(
+      g.batch * g.channels, planes_per_chunk(plane + out_plane * g.kh * g.kw),
+      [&](int64_t begin, int64_t end) {
+        std::vector<double> acc(plane);
+        for (int64_t p = begin; p < end; ++p) {
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t oy = 0; oy < g.oh; ++oy) {
+            for (int64_t ox = 0; ox < g.ow; ++ox) {
+              // The window's cells inside x, and inside the padded input.
+              const int64_t y0 = oy * g.sh - g.top, x0 = ox * g.sw - g.left;
+              const int64_t y_lo = std::max<int64_t>(y0, 0), y_hi = std::min(y0 + g.kh, g.h);
+              const int64_t x_lo = std::max<int64_t>(x0, 0), x_hi = std::min(x0 + g.kw, g.w);
+              const int64_t count = include_pad ? (std::min(y0 + g.kh, g.h + bottom) - y0) *
+                                                      (std::min(x0 + g.kw, g.w + right) - x0)
+                                                : (y_hi - y_lo) * (x_hi - x_lo);
+              const double share = static_cast<double>(dy[p * out_plane + oy * g.ow + ox]) / count;
+              for (int64_t iy = y_lo; iy < y_hi; ++iy) {
+                for (int64_t ix = x_lo; ix < x_hi; ++ix) acc[iy * g.w + ix] += share;
+              }
+            }
+          }
+          std::copy(acc.begin(), acc.end(), dx + p * plane);
+        }
+      });
+}
+
+#define MF_WINDOW_BACKWARD(T)                                                                 \
+  template void conv2d_backward_data<T>(const WindowGeometry&, int64_t, int64_t, const T*,    \
+                                        const T*, T*);                                        \
+  template void conv2d_backward_weights<T>(const WindowGeometry&, int64_t, int64_t, const T*, \
+                                           const T*, T*);                                     \
+  template void max_pool2d_backward<T>(const WindowGeometry&, const T*, const T*, T*);        \
+  template void avg_pool2d_backward<T>(const WindowGeometry&, int64_t, int64_t, bool, const T*, T*);
+MF_WINDOW_BACKWARD(float)
+MF_WINDOW_BACKWARD(double)
+#undef MF_WINDOW_BACKWARD
+
+}  // namespace mf::runtime::ops

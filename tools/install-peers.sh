@@ -35,7 +35,9 @@ export DEBIAN_FRONTEND=noninteractive
 
 # --- Debian packages --------------------------------------------------------------------------
 if [ "$skip_apt" -eq 0 ]; then
-  packages=(python3-torch python3-torchvision python3-numpy python3-onnx)
+  # libopenblas0-pthread: PyTorch's matmuls through OpenBLAS (benchmarks/grad/grad_vs_torch.py
+  # runs on it; the stock package resolves libblas.so.3 to the reference BLAS).
+  packages=(python3-torch python3-torchvision python3-numpy python3-onnx libopenblas0-pthread)
   missing=()
   for p in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

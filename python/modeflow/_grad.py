@@ -74,10 +74,17 @@ def _structure(input_grads, weight_grads, positions, single_position, single_wei
     return inputs if weights is None else weights
 
 
-def _differentiate(fn, args, positions, weights, has_aux, sens=None):
-    """(forward output as fn returned it, input grads, weight grads)."""
+def _differentiate(fn, args, positions, weights, has_aux, sens=None, held=None):
+    """(forward output as fn returned it, input grads, weight grads). `held` keeps a cell's
+    GradFunction between calls: it holds the compiled graph in GRAPH mode."""
     if isinstance(fn, Cell) and not has_aux and positions in (None, (0,)) and len(args) == 1:
-        gradient = _autodiff.GradFunction(fn, positions is not None, weights, sens is not None)
+        key = (positions is not None, tuple(id(w) for w in weights), sens is not None)
+        gradient = held.get(key) if held is not None else None
+        if gradient is None:
+            gradient = _autodiff.GradFunction(fn, positions is not None, weights, sens is not None)
+            if held is not None:
+                held.clear()
+                held[key] = gradient
         value, input_grad, weight_grads = gradient(args[0], sens)
         return value, ([input_grad] if positions is not None else []), list(weight_grads)
     for p in positions or ():
@@ -139,11 +146,13 @@ def _make(fn, grad_position, weights, has_aux, with_value):
     if grad_position is None and not weight_list:
         raise ValueError("grad_position is None and weights is None: nothing to differentiate")
     single_position = isinstance(grad_position, int) and not isinstance(grad_position, bool)
+    held = {}
 
     def gradient(*args):
         positions = _positions(grad_position, len(args))
         args, positions = _scalars(args, positions)
-        out, input_grads, weight_grads = _differentiate(fn, args, positions, weight_list, has_aux)
+        out, input_grads, weight_grads = _differentiate(fn, args, positions, weight_list, has_aux,
+                                                        held=held)
         grads = _structure(input_grads, weight_grads if weight_list else None, positions,
                            single_position, single_weight)
         if with_value:
@@ -192,6 +201,7 @@ class GradOperation:
         weight_list, _ = _weights(weights)
         if self.get_by_list and weights is None:
             raise ValueError("GradOperation(get_by_list=True) needs weights: grad_op(fn, weights)")
+        held = {}
 
         def gradient(*args):
             sens = None
@@ -207,7 +217,7 @@ class GradOperation:
             else:
                 positions = _positions(0, len(args))
             _, input_grads, weight_grads = _differentiate(
-                fn, args, positions, weight_list if self.get_by_list else [], False, sens)
+                fn, args, positions, weight_list if self.get_by_list else [], False, sens, held)
             if self.get_all and self.get_by_list:
                 return tuple(input_grads), tuple(weight_grads)
             if self.get_by_list:

@@ -114,6 +114,11 @@ TEST_P(GradFiniteDifferenceTest, GradientsMatchFiniteDifferencesOfTheForward) {
     return sum;
   };
   uint64_t seed = 7;
+  struct Check {
+    std::string what;
+    double expected, numeric, scale;
+  };
+  std::vector<Check> checks;
   // Moves `target` (a copy when it is the input, in place for a parameter) along the direction.
   const auto check = [&](Tensor target, const Tensor& analytic, const std::string& what,
                          bool is_input) {
@@ -138,14 +143,23 @@ TEST_P(GradFiniteDifferenceTest, GradientsMatchFiniteDifferencesOfTheForward) {
     };
     const double numeric = (evaluate(h) - evaluate(-h)) / (2.0 * h);
     evaluate(0.0f);
-    // 1e-3: the float32 forward's rounding, seen through the difference (the attention's key bias
-    // has a zero gradient, softmax being blind to a shift shared by a row; its difference is
-    // ~4e-4).
-    EXPECT_NEAR(expected, numeric, 2e-2 * scale + 1e-3) << what;
+    checks.push_back({what, expected, numeric, scale});
   };
   check(x, g.input, "input", true);
-  for (size_t i = 0; i < names.size(); ++i) {
+  // Five parameters spread over the network, first and last included: each check runs the
+  // forward twice more (the transformer's sixteen took 22 s).
+  const size_t checked = std::min<size_t>(names.size(), 5);
+  for (size_t k = 0; k < checked; ++k) {
+    const size_t i = checked == 1 ? 0 : k * (names.size() - 1) / (checked - 1);
     check(grad_spec.weights[i], g.weights[i], names[i], false);
+  }
+  // The float32 forward's rounding, seen through the difference, is a thousandth of the largest
+  // directional derivative at most here; it decides for a gradient that is zero in exact
+  // arithmetic (the attention's key bias: softmax ignores a shift shared by a row).
+  double largest = 0;
+  for (const Check& c : checks) largest = std::max(largest, std::fabs(c.expected));
+  for (const Check& c : checks) {
+    EXPECT_NEAR(c.expected, c.numeric, 2e-2 * c.scale + 1e-3 * largest) << c.what;
   }
 }
 

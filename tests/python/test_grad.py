@@ -161,3 +161,15 @@ def test_grad_for_scalar_makes_python_numbers_differentiable(mode):
     dx, ds = ms.grad(fn, (0, 1))(x, 3.0)
     np.testing.assert_array_equal(dx.asnumpy(), [3.0, 3.0])
     np.testing.assert_array_equal(ds.asnumpy(), 3.0)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_stop_gradient_blocks_the_gradient(mode):
+    ms.set_context(mode=mode)
+
+    def fn(x):
+        return ops.reduce_sum(x * ops.stop_gradient(x))
+
+    x = ms.Tensor(np.array([1.0, -2.0, 3.0], np.float32))
+    # d/dx of x * c with c = x held constant: c.
+    np.testing.assert_array_equal(ms.grad(fn)(x).asnumpy(), [1.0, -2.0, 3.0])

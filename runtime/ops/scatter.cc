@@ -391,6 +391,95 @@ std::vector<RefTensor> scatter_elements_reference(std::span<const RefTensor> in,
   return {out};
 }
 
+// Backward of the scatters, shared by scatter_elements and scatter_nd: `scatter` and `gather` are
+// the op and its gather (gather_elements, gather_nd), which picks from a tensor shaped as data one
+// value per element of updates. With g = dout:
+//   add:      ddata = g, dupdates = gather(g).
+//   none:     the last write wins: ddata = g where nothing was written, dupdates = gather(g) for
+//             the winners (each update element's id scattered into an Int64 map and gathered
+//             back: an element won where its own id came back).
+//   mul:      each factor's gradient is g times the product of the others at its position,
+//             without dividing by zero (as reduce_prod: with p the product of the nonzero factors
+//             and z their count of zeros, p / f where z = 0, p at a lone zero, else 0).
+//   max, min: the factors equal to the result share g evenly (as reduce_max).
+struct ScatterOps {
+  std::string_view scatter, gather;
+  ir::Attrs scatter_attrs, gather_attrs;  // scatter_attrs without its reduction
+};
+
+void scatter_backward(ir::GradBuilder& b, const ScatterOps& ops) {
+  const Reduction r = reduction_of(ops.scatter, b.attrs());
+  const TensorType& data_type = b.input_type(0);
+  const ir::GradValue g = b.dout(0), indices = b.input(1);
+  const auto scatter = [&](ir::GradValue into, ir::GradValue what, std::string reduction) {
+    ir::Attrs attrs = ops.scatter_attrs;
+    attrs["reduction"] = std::move(reduction);
+    return b.op(ops.scatter, {into, indices, what}, attrs);
+  };
+  const auto gather = [&](ir::GradValue from) {
+    return b.op(ops.gather, {from, indices}, ops.gather_attrs);
+  };
+  const auto as_float = [&](ir::GradValue v) {
+    return b.op("cast", {v}, {{"dtype", data_type.dtype}});
+  };
+  const ir::GradValue zero = scalar_like(b, 0), one = scalar_like(b, 1);
+  if (r == Reduction::kAdd || r == Reduction::kNone) {
+    if (r == Reduction::kAdd) {
+      if (b.wants_grad(0)) b.set_grad(0, g);
+      if (b.wants_grad(2)) b.set_grad(2, gather(g));
+      return;
+    }
+    if (b.wants_grad(0)) b.set_grad(0, scatter(g, b.zeros_like(b.input_type(2)), "none"));
+    if (!b.wants_grad(2)) return;
+    const int64_t count = ir::num_elements(b.input_type(2).shape);
+    const ir::GradValue ids = reshape_to(
+        b,
+        b.op("range", {}, {{"start", 1.0}, {"limit", double(count + 1)}, {"dtype", DType::kInt64}}),
+        b.input_type(2).shape);
+    const ir::GradValue winners =
+        scatter(b.zeros_like({DType::kInt64, data_type.shape}), ids, "none");
+    const ir::GradValue won = b.op("equal", {gather(winners), ids});
+    b.set_grad(2, b.op("select", {won, gather(g), zero}));
+    return;
+  }
+  const ir::GradValue data = b.input(0), updates = b.input(2);
+  if (r == Reduction::kMul) {
+    const ir::GradValue data_zero = b.op("equal", {data, zero});
+    const ir::GradValue update_zero = b.op("equal", {updates, zero});
+    const ir::GradValue data_nonzero = b.op("select", {data_zero, one, data});
+    const ir::GradValue update_nonzero = b.op("select", {update_zero, one, updates});
+    const ir::GradValue product = scatter(data_nonzero, update_nonzero, "mul");
+    const ir::GradValue zeros =
+        b.op("add",
+             {as_float(data_zero), scatter(b.zeros_like(data_type), as_float(update_zero), "add")});
+    // The product of the others for factors `f` (nonzero form `nonzero`, zero mask `is_zero`)
+    // at positions whose product and zero count are `p` and `z`.
+    const auto others = [&](ir::GradValue p, ir::GradValue z, ir::GradValue nonzero,
+                            ir::GradValue is_zero) {
+      const ir::GradValue lone = b.op("logical_and", {b.op("equal", {z, one}), is_zero});
+      return b.op("select", {b.op("equal", {z, zero}), b.op("div", {p, nonzero}),
+                             b.op("select", {lone, p, zero})});
+    };
+    if (b.wants_grad(0)) {
+      b.set_grad(0, b.op("mul", {g, others(product, zeros, data_nonzero, data_zero)}));
+    }
+    if (b.wants_grad(2)) {
+      b.set_grad(2, b.op("mul", {gather(g), others(gather(product), gather(zeros), update_nonzero,
+                                                   update_zero)}));
+    }
+    return;
+  }
+  const ir::GradValue y = b.output(0);
+  const ir::GradValue data_hit = as_float(b.op("equal", {data, y}));
+  const ir::GradValue update_hit = as_float(b.op("equal", {updates, gather(y)}));
+  const ir::GradValue ties =
+      b.op("add", {data_hit, scatter(b.zeros_like(data_type), update_hit, "add")});
+  // A result equal to no factor (NaN) gives no gradient; its count is kept from 0.
+  const ir::GradValue share = b.op("div", {g, b.op("maximum", {ties, one})});
+  if (b.wants_grad(0)) b.set_grad(0, b.op("mul", {data_hit, share}));
+  if (b.wants_grad(2)) b.set_grad(2, b.op("mul", {update_hit, gather(share)}));
+}
+
 ir::Attrs scatter_attrs(int64_t axis, std::string reduction) {
   return {{"axis", axis}, {"reduction", std::move(reduction)}};
 }
@@ -422,7 +511,13 @@ const ir::OpRegistration kScatterElements =
         .doc(
             "data with updates written along axis where indices say (for axis 0, "
             "y[indices[i][j]][j] = updates[i][j]), in index order; or combined by reduction "
-            "(ONNX's ScatterElements)");
+            "(ONNX's ScatterElements)")
+        // The output is read for max and min only, data and updates for mul, max and min.
+        .backward({.inputs = 0b111, .outputs = 1}, [](ir::GradBuilder& b) {
+          const int64_t axis = ir::attr_int(b.attrs(), "axis", "scatter_elements");
+          scatter_backward(
+              b, {"scatter_elements", "gather_elements", {{"axis", axis}}, {{"axis", axis}}});
+        });
 
 // ---- gather_nd, scatter_nd ----
 
@@ -663,7 +758,11 @@ const ir::OpRegistration kScatterNd =
         })
         .doc(
             "data with slices of updates written at the index tuples along the last axis of "
-            "indices, in index order; or combined by reduction (ONNX's ScatterND)");
+            "indices, in index order; or combined by reduction (ONNX's ScatterND)")
+        // The output is read for max and min only, data and updates for mul, max and min.
+        .backward({.inputs = 0b111, .outputs = 1}, [](ir::GradBuilder& b) {
+          scatter_backward(b, {"scatter_nd", "gather_nd", {}, {}});
+        });
 
 }  // namespace
 }  // namespace mf::runtime::ops

@@ -232,10 +232,9 @@ std::vector<KeySpec> make_context_keys() {
        .type = VT::kBool,
        .default_value = false,
        .example = true,
-       .effective_on_cpu = false,
        .doc = "Check that back-propagation outputs match their inputs' shape and dtype",
-       .on_cpu = "none: cells take no custom bprop in modeflow yet (every backward comes from the "
-                 "ops' own rules), so there is no bprop output to check"},
+       .on_cpu = "checks a cell's custom bprop: one gradient per input, each of its input's shape "
+                 "and dtype"},
       {.name = "max_call_depth",
        .type = VT::kInt,
        .default_value = 1000,

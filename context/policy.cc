@@ -483,6 +483,12 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
             v["reserve_class_name_in_scope"].get<bool>() ? "scopes read Default/net-Mlp/fc1-Dense"
                                                          : "scopes read Default/net/fc1");
   policy.max_call_depth = plain(snapshot, "max_call_depth", v["max_call_depth"].get<int>(), "");
+  const bool check_bprop = v["check_bprop"].get<bool>();
+  policy.check_bprop = plain(
+      snapshot, "check_bprop", check_bprop,
+      check_bprop ? "a cell's custom bprop must return one gradient per input, each of its "
+                    "input's shape and dtype"
+                  : "a custom bprop's gradients are taken as they come (only None is refused)");
   const bool grad_for_scalar = v["grad_for_scalar"].get<bool>();
   policy.grad_for_scalar =
       plain(snapshot, "grad_for_scalar", grad_for_scalar,
@@ -540,6 +546,7 @@ std::vector<Explanation> explain(const Policy& p) {
       {"reserve_class_name_in_scope", b(p.reserve_class_name_in_scope.value),
        p.reserve_class_name_in_scope.reason},
       {"max_call_depth", n(p.max_call_depth.value), p.max_call_depth.reason},
+      {"grad.check_bprop", b(p.check_bprop.value), p.check_bprop.reason},
       {"grad.grad_for_scalar", b(p.grad_for_scalar.value), p.grad_for_scalar.reason},
       {"print_file_path", p.print_file_path.value.empty() ? "(screen)" : p.print_file_path.value,
        p.print_file_path.reason},

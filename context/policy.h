@@ -106,7 +106,9 @@ struct Policy {
   Decision<DebugLevel> debug_level;
   Decision<bool> reserve_class_name_in_scope;
   Decision<int> max_call_depth;
-  // Gradients: Python numbers given to a differentiated function taken as differentiable inputs.
+  // Gradients: a custom bprop's results checked against its inputs (count, shape, dtype), and
+  // Python numbers given to a differentiated function taken as differentiable inputs.
+  Decision<bool> check_bprop;
   Decision<bool> grad_for_scalar;
   Decision<std::string> print_file_path;  // empty: print to the screen
   // Distribution (from the auto-parallel context).

@@ -66,10 +66,19 @@ class GraphGradBuilder final : public ir::GradBuilder {
     return outputs;
   }
   GradValue scalar(double value, ir::DType dtype) override {
-    if (dtype == ir::DType::kFloat64) return add(graph_.add_constant<double>({}, {value}));
-    MF_CHECK(dtype == ir::DType::kFloat32, Internal, "a backward rule asked for a scalar of ",
-             ir::dtype_name(dtype));
-    return add(graph_.add_constant<float>({}, {static_cast<float>(value)}));
+    switch (dtype) {
+      case ir::DType::kFloat64:
+        return add(graph_.add_constant<double>({}, {value}));
+      case ir::DType::kFloat32:
+        return add(graph_.add_constant<float>({}, {static_cast<float>(value)}));
+      case ir::DType::kInt32:
+        return add(graph_.add_constant<int32_t>({}, {static_cast<int32_t>(value)}));
+      case ir::DType::kInt64:
+        return add(graph_.add_constant<int64_t>({}, {static_cast<int64_t>(value)}));
+      case ir::DType::kBool:
+        return add(graph_.add_constant<bool>({}, std::vector<bool>{value != 0}));
+    }
+    MF_FAIL(Internal, "a backward rule asked for a scalar of ", ir::dtype_name(dtype));
   }
 
   const std::vector<Value>& grads() const { return grads_; }
@@ -120,22 +129,40 @@ const std::string* call_target(const ir::Node& node) {
   return it == node.attrs().end() ? nullptr : std::get_if<std::string>(&it->second);
 }
 
+// A cell with a custom bprop, flattened: its body's copies (nested ones too) are skipped by the
+// backward, which instead applies the traced bprop where the body's output is made.
+struct CustomRegion {
+  Value x;                      // the cell's input
+  Value out;                    // the body's output
+  std::vector<Value> captures;  // what the bprop reads besides (x, out, dout)
+  const ir::Graph* bprop = nullptr;
+  ir::NodeInfo info;
+};
+
+struct Flattened {
+  std::vector<CustomRegion> regions;
+  // Each copied node inside a region: the outermost region holding it.
+  std::unordered_map<const ir::Node*, size_t> outermost;
+};
+
 // Copies every call's body in place of the call, and the calls among the copies in turn, each
 // callee resolved from the graph that holds its call (a cell's children are its subgraphs), so
 // the backward sees one flat list of ops in program order, as the tape does. Traces never recurse
 // (each call of a cell is its own subgraph) and are bounded by max_call_depth; the explicit stack
 // keeps deep nesting off the C++ stack.
-void flatten_calls(ir::Graph& graph) {
+Flattened flatten_calls(ir::Graph& graph) {
   struct Pending {
     ir::Node* call;
     const ir::Graph* context;
+    std::vector<size_t> regions;  // enclosing custom regions, outermost first
   };
+  Flattened result;
   std::vector<Pending> pending;
   for (ir::Node& node : graph.nodes()) {
-    if (call_target(node) != nullptr) pending.push_back({&node, &graph});
+    if (call_target(node) != nullptr) pending.push_back({&node, &graph, {}});
   }
   while (!pending.empty()) {
-    const Pending next = pending.back();
+    Pending next = std::move(pending.back());
     pending.pop_back();
     ir::Node& call = *next.call;
     const ir::Graph* callee = next.context->resolve_subgraph(*call_target(call));
@@ -144,6 +171,21 @@ void flatten_calls(ir::Graph& graph) {
     MF_CHECK(callee->outputs().size() == call.num_outputs(), InvalidArgument, "call of @",
              callee->name(), " has ", call.num_outputs(), " outputs but the subgraph returns ",
              callee->outputs().size());
+    std::vector<size_t> regions = next.regions;
+    auto bprop_attr = call.attrs().find("bprop_graph");
+    const std::string* bprop_name =
+        bprop_attr == call.attrs().end() ? nullptr : std::get_if<std::string>(&bprop_attr->second);
+    if (bprop_name != nullptr && !bprop_name->empty()) {
+      CustomRegion region;
+      region.bprop = next.context->resolve_subgraph(*bprop_name);
+      MF_CHECK(region.bprop != nullptr, InvalidArgument, "call of @", callee->name(),
+               ": no bprop subgraph @", echo(*bprop_name, 80));
+      region.x = call.input(0);
+      for (size_t i = 1; i < call.num_inputs(); ++i) region.captures.push_back(call.input(i));
+      region.info = {ir::gradient_scope(call.scope()), call.location()};
+      regions.push_back(result.regions.size());
+      result.regions.push_back(std::move(region));
+    }
     std::unordered_map<Value, Value, ir::ValueHash> mapped;
     for (size_t i = 0; i < callee->num_parameters(); ++i) {
       mapped[Value(callee->parameter(i))] = call.input(i);
@@ -164,13 +206,64 @@ void flatten_calls(ir::Graph& graph) {
       for (size_t k = 0; k < node.num_outputs(); ++k) {
         mapped[Value(const_cast<ir::Node*>(&node), k)] = copy->output(k);
       }
-      if (call_target(*copy) != nullptr) pending.push_back({copy, callee});
+      if (!regions.empty()) result.outermost[copy] = regions.front();
+      if (call_target(*copy) != nullptr) pending.push_back({copy, callee, regions});
     }
+    const Value out = mapped.at(callee->outputs()[0]);
+    if (regions.size() > next.regions.size()) result.regions[regions.back()].out = out;
     for (size_t k = 0; k < call.num_outputs(); ++k) {
       graph.replace_all_uses(call.output(k), mapped.at(callee->outputs()[k]));
     }
+    // Values of the region that the call's uses now read: update regions holding them.
+    for (CustomRegion& r : result.regions) {
+      if (r.x == call.output(0)) r.x = out;
+      if (r.out == call.output(0)) r.out = out;
+      for (Value& c : r.captures) {
+        if (c == call.output(0)) c = out;
+      }
+    }
+    result.outermost.erase(&call);  // its address may be reused by a later node
     graph.erase_node(&call);
   }
+  return result;
+}
+
+// The traced bprop of `region` appended to `graph` on (x, out, dout, captures): the gradient of x.
+Value apply_bprop(ir::Graph& graph, const CustomRegion& region, Value dout) {
+  const ir::Graph& bprop = *region.bprop;
+  MF_CHECK(bprop.num_parameters() == 3 + region.captures.size(), Internal, "bprop @", bprop.name(),
+           " takes ", bprop.num_parameters(), " parameters, expected ", 3 + region.captures.size());
+  std::unordered_map<Value, Value, ir::ValueHash> mapped;
+  mapped[Value(bprop.parameter(0))] = region.x;
+  mapped[Value(bprop.parameter(1))] = region.out;
+  mapped[Value(bprop.parameter(2))] = dout;
+  for (size_t i = 0; i < region.captures.size(); ++i) {
+    mapped[Value(bprop.parameter(3 + i))] = region.captures[i];
+  }
+  for (size_t c = 0; c < bprop.num_constants(); ++c) {
+    const ir::Constant* constant = bprop.constant(c);
+    mapped[Value(bprop.constant(c))] = graph.add_constant(constant->type(), constant->bytes());
+  }
+  for (const ir::Node& node : bprop.nodes()) {
+    MF_CHECK(call_target(node) == nullptr &&
+                 !(node.def() != nullptr && node.def()->has(ir::Trait::kControlFlow)),
+             InvalidArgument, "the bprop at ", region.info.scope,
+             " calls a cell or uses control flow; a bprop is differentiated as plain ops");
+    std::vector<Value> inputs;
+    for (const Value& v : node.inputs()) inputs.push_back(mapped.at(v));
+    ir::NodeInfo info{ir::gradient_scope(node.scope()), node.location()};
+    const auto types = node.output_types();
+    ir::Node* copy = graph.create_node(nullptr, node.op(), std::move(inputs), node.attrs(),
+                                       {types.begin(), types.end()}, std::move(info));
+    for (size_t k = 0; k < node.num_outputs(); ++k) {
+      mapped[Value(const_cast<ir::Node*>(&node), k)] = copy->output(k);
+    }
+  }
+  const Value dx = mapped.at(bprop.outputs()[0]);
+  MF_CHECK(dx.type() == region.x.type(), InvalidArgument, "the bprop at ", region.info.scope,
+           " returns a gradient of type ", ir::type_to_string(dx.type()), " for an input of type ",
+           ir::type_to_string(region.x.type()), " (set check_bprop=True to have it checked)");
+  return dx;
 }
 
 Value zeros_of(ir::Graph& graph, const ir::TensorType& type, const ir::NodeInfo& info) {
@@ -185,7 +278,11 @@ Value zeros_of(ir::Graph& graph, const ir::TensorType& type, const ir::NodeInfo&
 }  // namespace
 
 void differentiate(ir::Graph& graph, const GradRequest& request) {
-  flatten_calls(graph);
+  const Flattened flat = flatten_calls(graph);
+  std::unordered_map<const ir::Node*, size_t> anchors;  // the node making a region's output
+  for (size_t r = 0; r < flat.regions.size(); ++r) {
+    if (flat.regions[r].out.node() != nullptr) anchors[flat.regions[r].out.node()] = r;
+  }
   MF_CHECK(request.output < graph.outputs().size(), InvalidArgument, "graph @", graph.name(),
            " has ", graph.outputs().size(), " outputs; cannot differentiate output ",
            request.output);
@@ -209,6 +306,12 @@ void differentiate(ir::Graph& graph, const GradRequest& request) {
   std::vector<ir::Node*> forward;
   for (ir::Node& node : graph.nodes()) {
     forward.push_back(&node);
+    if (auto anchor = anchors.find(&node); anchor != anchors.end()) {
+      const CustomRegion& region = flat.regions[anchor->second];
+      if (active.count(region.x) != 0 && ir::is_floating(region.out.type().dtype)) {
+        active.insert(region.out);
+      }
+    }
     bool reached = false;
     for (const Value& in : node.inputs()) reached = reached || active.count(in) != 0;
     if (!reached) continue;
@@ -234,6 +337,15 @@ void differentiate(ir::Graph& graph, const GradRequest& request) {
   // Backward: nodes in reverse program order; each rule's input gradients in input order.
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
     ir::Node& node = **it;
+    if (auto inside = flat.outermost.find(&node); inside != flat.outermost.end()) {
+      // A custom bprop replaces the backward of its cell's ops: applied where its output is made.
+      const CustomRegion& region = flat.regions[inside->second];
+      if (region.out.node() != &node || active.count(region.x) == 0) continue;
+      const Value dout = sums.find(region.out);
+      if (!dout) continue;
+      sums.add(region.x, apply_bprop(graph, region, dout), region.info);
+      continue;
+    }
     std::vector<Value> douts(node.num_outputs());
     bool any_dout = false;
     for (size_t k = 0; k < node.num_outputs(); ++k) {

@@ -67,7 +67,8 @@ std::unique_ptr<engine::GradForms::Form> compile_gradient(nn::Cell& cell, const 
   const context::Policy& policy = derived.policy;
   const auto start = Clock::now();
   engine::TraceResult trace = engine::Tracer::trace(cell, x, policy.max_call_depth.value,
-                                                    policy.reserve_class_name_in_scope.value);
+                                                    policy.reserve_class_name_in_scope.value,
+                                                    /*trace_bprop=*/true);
   report.trace_ms = millis_since(start);
   auto form = std::make_unique<engine::GradForms::Form>();
   form->input_type = x.type();

@@ -160,6 +160,21 @@ void GradTape::record(const ir::OpDef& def, const ir::Attrs& attrs, std::span<co
   entries_.push_back(std::move(entry));
 }
 
+void GradTape::record_custom(const Tensor& x, const Tensor& y, CustomBackward backward) {
+  if (!recording_ || id_of(x) == 0 || !y.defined() || !ir::is_floating(y.dtype())) return;
+  Entry entry;
+  entry.input_ids = {id_of(x)};
+  entry.input_types = {x.type()};
+  entry.saved_inputs = {x};
+  entry.output_types = {y.type()};
+  entry.output_ids = {track(y)};
+  entry.saved_outputs = {y};
+  entry.scope = current_scope();
+  entry.where = std::source_location::current();
+  entry.custom = std::move(backward);
+  entries_.push_back(std::move(entry));
+}
+
 std::vector<Tensor> GradTape::gradients(const Tensor& output, const Tensor& sens,
                                         std::span<const Tensor> wrt) {
   recording_ = false;
@@ -198,7 +213,11 @@ std::vector<Tensor> GradTape::gradients(const Tensor& output, const Tensor& sens
       sums.erase(found);  // no earlier op adds to an output of this one
       any_dout = true;
     }
-    if (any_dout) {
+    if (any_dout && entry.custom) {
+      const ScopeOverride scope(ir::gradient_scope(entry.scope));
+      Tensor dx = entry.custom(entry.saved_inputs[0], entry.saved_outputs[0], douts[0]);
+      add(entry.input_ids[0], std::move(dx), entry.where);
+    } else if (any_dout) {
       std::vector<bool> wants(entry.input_ids.size());
       for (size_t i = 0; i < wants.size(); ++i) wants[i] = entry.input_ids[i] != 0;
       const ir::BackwardFn& rule = ir::backward_rule(entry.def, entry.def->name, entry.scope);

@@ -11,6 +11,7 @@
 // inputs the tape could not follow).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <source_location>
 #include <span>
@@ -41,6 +42,21 @@ class GradTape {
   // From the dispatcher: an op it is about to queue (attributes with their defaults filled).
   void record(const ir::OpDef& def, const ir::Attrs& attrs, std::span<const Tensor> inputs,
               std::span<const Tensor> outputs, std::source_location where);
+  // While it lives, the tape records nothing (a cell with a custom bprop runs its forward).
+  class Pause {
+   public:
+    explicit Pause(GradTape& tape) : tape_(tape), was_(tape.recording_) { tape.recording_ = false; }
+    ~Pause() { tape_.recording_ = was_; }
+    Pause(const Pause&) = delete;
+    Pause& operator=(const Pause&) = delete;
+
+   private:
+    GradTape& tape_;
+    bool was_;
+  };
+  // A step whose backward is `backward(x, y, dy)`: a cell's custom bprop (at the current scope).
+  using CustomBackward = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
+  void record_custom(const Tensor& x, const Tensor& y, CustomBackward backward);
   // Stops recording and returns d(output)/d(w) for each w of `wrt`, seeded by `sens` (ones when
   // undefined; else of the output's type): zeros for a w the output does not depend on.
   std::vector<Tensor> gradients(const Tensor& output, const Tensor& sens,
@@ -58,6 +74,7 @@ class GradTape {
     std::vector<Tensor> saved_outputs;
     std::string scope;
     std::source_location where;
+    CustomBackward custom;  // set for a custom bprop (def is null then)
   };
   class Builder;
 

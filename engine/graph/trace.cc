@@ -52,8 +52,8 @@ bool Tracer::binds_to_parameter(const Tensor& t) {
 }
 
 TraceResult Tracer::trace(nn::Cell& cell, const Tensor& x, int max_call_depth,
-                          bool reserve_class_name) {
-  Tracer tracer(max_call_depth, reserve_class_name);
+                          bool reserve_class_name, bool trace_bprop) {
+  Tracer tracer(max_call_depth, reserve_class_name, trace_bprop);
   for (const auto& [name, tensor] : cell.named_parameters())
     tracer.weight_names_[tensor.impl().get()] = name;
   tracer.root_ = std::make_unique<ir::Graph>(ir_name(cell.class_name()));
@@ -179,10 +179,45 @@ Tensor Tracer::call_cell(nn::Cell& cell, const Tensor& x) {
 
   std::vector<ir::Value> inputs = {x_outer};
   for (const TensorImpl* impl : captured) inputs.push_back(frames_[parent].values.at(impl));
-  ir::Node* call = frames_[parent].graph->create_node(nullptr, "call", std::move(inputs),
-                                                      {{"graph", sub->name()}}, {y.type()},
-                                                      ir::NodeInfo{call_scope, {}});
+  ir::Attrs attrs{{"graph", sub->name()}};
+  if (trace_bprop_ && cell.has_bprop()) {
+    auto [bprop_name, bprop_captured] = trace_bprop(cell, parent, x, y, *sub, captured);
+    // The body takes the bprop's captures too (unused), so the call's inputs stay its parameters.
+    for (const TensorImpl* impl : bprop_captured) {
+      sub->add_parameter("bprop_capture" + std::to_string(inputs.size()), impl->type);
+      inputs.push_back(frames_[parent].values.at(impl));
+    }
+    attrs["bprop_graph"] = bprop_name;
+    attrs["bprop_captures"] = int64_t(bprop_captured.size());
+  }
+  ir::Node* call =
+      frames_[parent].graph->create_node(nullptr, "call", std::move(inputs), std::move(attrs),
+                                         {y.type()}, ir::NodeInfo{call_scope, {}});
   return symbolic(y.type(), call->output(0));
+}
+
+std::pair<std::string, std::vector<const TensorImpl*>> Tracer::trace_bprop(
+    nn::Cell& cell, size_t parent, const Tensor& x, const Tensor& y, ir::Graph& body,
+    const std::vector<const TensorImpl*>& body_captured) {
+  ir::Graph* bprop =
+      frames_[parent].graph->add_subgraph(unique_subgraph_name(body.name() + "_bprop"));
+  push_frame(bprop);
+  check_depth("the bprop of cell " + cell.class_name());
+  const Tensor bx = symbolic(x.type(), bprop->add_parameter("x", x.type()));
+  const Tensor out = symbolic(y.type(), bprop->add_parameter("out", y.type()));
+  const Tensor dout = symbolic(y.type(), bprop->add_parameter("dout", y.type()));
+  // The body's captures come first, in the call's order: the bprop reads the same weights.
+  for (const TensorImpl* impl : body_captured) {
+    frames_.back().values[impl] = bprop->add_parameter(
+        "capture" + std::to_string(frames_.back().captured.size()), impl->type);
+    frames_.back().captured.push_back(impl);
+  }
+  const Tensor dx = cell.run_bprop(bx, out, dout);
+  bprop->add_output(resolve(dx));
+  std::vector<const TensorImpl*> added(frames_.back().captured.begin() + body_captured.size(),
+                                       frames_.back().captured.end());
+  frames_.pop_back();
+  return {bprop->name(), std::move(added)};
 }
 
 Tensor Tracer::trace_cond(const Tensor& pred, const std::function<Tensor()>& then_fn,

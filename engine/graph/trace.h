@@ -52,8 +52,10 @@ class Tracer {
  public:
   // Traces cell.forward(x) (x named `input_name`) into a graph named after the cell. Nested cells
   // deeper than max_call_depth fail with "exceeds max_call_depth".
+  // With `trace_bprop` (a trace to differentiate), a cell with a custom bprop also has its bprop
+  // traced: its call node names that subgraph in bprop_graph (passes/grad_transform.h).
   static TraceResult trace(nn::Cell& cell, const Tensor& x, int max_call_depth,
-                           bool reserve_class_name);
+                           bool reserve_class_name, bool trace_bprop = false);
   // The tracer recording on this thread, or null.
   static Tracer* active();
   // True while a trace on this thread binds `t` to a parameter of the graph (the traced input, a
@@ -79,8 +81,13 @@ class Tracer {
         captured;  // outer tensors lifted into parameters, in parameter order
   };
 
-  Tracer(int max_call_depth, bool reserve_class_name)
-      : max_call_depth_(max_call_depth), reserve_(reserve_class_name) {}
+  Tracer(int max_call_depth, bool reserve_class_name, bool trace_bprop)
+      : max_call_depth_(max_call_depth), reserve_(reserve_class_name), trace_bprop_(trace_bprop) {}
+  // Traces cell.bprop into a subgraph of frame `parent` beside the cell's body `body` (whose
+  // captures it sees first); returns its name and the captures it adds (appended to the call).
+  std::pair<std::string, std::vector<const TensorImpl*>> trace_bprop(
+      nn::Cell& cell, size_t parent, const Tensor& x, const Tensor& y, ir::Graph& body,
+      const std::vector<const TensorImpl*>& body_captured);
   ir::Value resolve(const Tensor& t) { return resolve(t.impl(), frames_.size() - 1); }
   ir::Value resolve(const std::shared_ptr<TensorImpl>& impl, size_t frame);
   ir::Value lift(const std::shared_ptr<TensorImpl>& impl, size_t frame);
@@ -91,6 +98,7 @@ class Tracer {
 
   int max_call_depth_;
   bool reserve_;
+  bool trace_bprop_;
   std::unique_ptr<ir::Graph> root_;
   std::vector<Frame> frames_;
   std::vector<Binding> bindings_;

@@ -2,6 +2,7 @@
 
 #include <unordered_set>
 
+#include "engine/autodiff/tape.h"
 #include "engine/engine_state.h"
 #include "engine/graph/graph_mode.h"
 #include "engine/graph/trace.h"
@@ -16,6 +17,23 @@ Cell::~Cell() = default;
 
 Tensor Cell::operator()(const Tensor& x, std::source_location where) {
   if (engine::Tracer* tracer = engine::Tracer::active()) return tracer->call_cell(*this, x);
+  if (has_bprop()) {
+    if (engine::GradTape* tape = engine::GradTape::active()) {
+      // The tape follows the cell as one step whose backward is bprop: its ops are not recorded.
+      Tensor y;
+      {
+        const engine::GradTape::Pause pause(*tape);
+        y = (*this)(x, where);
+      }
+      const auto policy = engine::current_policy();
+      engine::ScopeGuard scope(instance_name_, class_name_,
+                               policy->reserve_class_name_in_scope.value);
+      tape->record_custom(x, y, [this](const Tensor& in, const Tensor& out, const Tensor& dout) {
+        return run_bprop(in, out, dout);
+      });
+      return y;
+    }
+  }
   const auto policy = engine::current_policy();
   if (declared_input_ && x.defined()) {
     ir::SymbolValues symbols;
@@ -35,6 +53,29 @@ Tensor Cell::operator()(const Tensor& x, std::source_location where) {
   }
   engine::ScopeGuard scope(instance_name_, class_name_, policy->reserve_class_name_in_scope.value);
   return forward(x);
+}
+
+Tensor Cell::bprop(const Tensor&, const Tensor&, const Tensor&) {
+  MF_FAIL(Internal, class_name_, " says it has a bprop and defines none");
+}
+
+Tensor Cell::run_bprop(const Tensor& x, const Tensor& out, const Tensor& dout) {
+  Tensor dx = bprop(x, out, dout);
+  MF_CHECK(dx.defined(), InvalidArgument, "The function 'bprop' of ", class_name_,
+           " returned None: it must return one gradient per input");
+  if (engine::current_policy()->check_bprop.value) {
+    MF_CHECK(dx.shape() == x.shape(), InvalidArgument, "For 'bprop' of ", class_name_,
+             ", the gradient of the 0th arg should have the same shape as the 0th arg, but the "
+             "shape of the 0th arg is: ",
+             ir::shape_to_string(x.shape()),
+             ", the shape of the gradient is: ", ir::shape_to_string(dx.shape()), ".");
+    MF_CHECK(dx.dtype() == x.dtype(), InvalidArgument, "For 'bprop' of ", class_name_,
+             ", the gradient of the 0th arg should have the same dtype as the 0th arg, but the "
+             "dtype of the 0th arg is: ",
+             ir::dtype_name(x.dtype()),
+             ", the dtype of the gradient is: ", ir::dtype_name(dx.dtype()), ".");
+  }
+  return dx;
 }
 
 void Cell::set_inputs(ir::SymbolicShape shape, DType dtype) {

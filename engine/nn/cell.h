@@ -74,6 +74,15 @@ class Cell {
   // GRAPH mode (and jit) one compile serves every size the declaration allows.
   void set_inputs(ir::SymbolicShape shape, DType dtype = DType::kFloat32);
   const std::optional<ir::InputSignature>& declared_input() const { return declared_input_; }
+  // A custom backward (MindSpore's bprop): when has_bprop(), the gradient of the cell's input is
+  // bprop(x, out, dout) in both modes (traced into the differentiated graph in GRAPH mode, run on
+  // the tape in PYNATIVE), replacing the backward derived from its ops; its own parameters get no
+  // gradient through it.
+  virtual bool has_bprop() const { return false; }
+  virtual Tensor bprop(const Tensor& x, const Tensor& out, const Tensor& dout);
+  // bprop, and under check_bprop its result checked against x: shape, dtype (InvalidArgument with
+  // MindSpore's wording).
+  Tensor run_bprop(const Tensor& x, const Tensor& out, const Tensor& dout);
   // What the last GRAPH-mode call did (compiled or reused, times, executor, dumps).
   const engine::GraphRunReport& graph_report() const;
   // Drops compiled forms (the next GRAPH-mode call compiles again).

@@ -9,6 +9,7 @@
 #include "base/stack_guard.h"
 #include "bindings.h"
 #include "engine/eager/ir_runner.h"
+#include "engine/engine_state.h"
 #include "engine/graph/graph_mode.h"
 #include "engine/io/model_file.h"
 #include "engine/models/registry.h"
@@ -44,6 +45,49 @@ class PyCell : public nn::Cell {
                            " (the engine's cells have one input and one output)");
     }
     return result.cast<Tensor>();
+  }
+
+  // A Python `bprop(self, x, out, dout)` method is the cell's custom backward.
+  bool has_bprop() const override {
+    py::gil_scoped_acquire gil;
+    const py::detail::type_info* type = py::detail::get_type_info(typeid(nn::Cell));
+    const py::handle self = py::detail::get_object_handle(static_cast<const nn::Cell*>(this), type);
+    return self && py::hasattr(py::type::of(self), "bprop");
+  }
+
+  Tensor bprop(const Tensor& x, const Tensor& out, const Tensor& dout) override {
+    py::gil_scoped_acquire gil;
+    const py::detail::type_info* type = py::detail::get_type_info(typeid(nn::Cell));
+    const py::handle self = py::detail::get_object_handle(static_cast<const nn::Cell*>(this), type);
+    py::object result = py::getattr(self, "bprop")(x, out, dout);
+    if (result.is_none()) {
+      throw py::type_error("The function 'bprop' of " + class_name() +
+                           " returned None: it must return a tuple of one gradient per input");
+    }
+    py::tuple grads =
+        py::isinstance<py::tuple>(result) ? result.cast<py::tuple>() : py::make_tuple(result);
+    const bool check = engine::current_policy()->check_bprop.value;
+    if (check && grads.size() != 1) {
+      throw py::type_error("The function 'bprop' of " + class_name() +
+                           ": the number of return values(gradients) must be equal to the number "
+                           "of input arguments except 'out' and 'dout', which is: 1, but got: " +
+                           std::to_string(grads.size()) + ".");
+    }
+    if (grads.size() == 0 || grads[0].is_none() || !py::isinstance<Tensor>(grads[0])) {
+      throw py::type_error("The function 'bprop' of " + class_name() +
+                           " must return Tensors, one gradient per input");
+    }
+    Tensor dx = grads[0].cast<Tensor>();
+    if (check && dx.dtype() != x.dtype()) {
+      throw py::type_error("For 'bprop' of " + class_name() +
+                           ", the gradient of the 0th arg should have the same dtype as the 0th "
+                           "arg, but the dtype of the 0th arg is: " +
+                           std::string(ir::dtype_name(x.dtype())) +
+                           ", the dtype of the gradient "
+                           "is: " +
+                           std::string(ir::dtype_name(dx.dtype())) + ".");
+    }
+    return dx;
   }
 
   Tensor& add_parameter(std::string name, Tensor value) {

@@ -56,6 +56,7 @@ const std::map<std::string, Json> kRunTime = {
     {"debug_level", "DEBUG"},
     {"mode", "GRAPH_MODE"},
     {"max_call_depth", 80},
+    {"check_bprop", true},
     {"grad_for_scalar", true},
     {"enable_compile_cache", true},
     {"compile_cache_path", "./cache"},
@@ -101,7 +102,8 @@ Observation observe() {
       << d.compile.dump.level << " " << d.compile.dump.dir.string() << " verify "
       << d.compile.verify_every_pass << " mode " << to_string(policy.mode.value) << " rdr "
       << policy.rdr.value.enable << " print '" << policy.print_file_path.value << "'"
-      << " grad_for_scalar " << policy.grad_for_scalar.value;
+      << " check_bprop " << policy.check_bprop.value << " grad_for_scalar "
+      << policy.grad_for_scalar.value;
   // What the engine applied to the runtime when the context changed.
   engine::current_policy();
   run << " sync " << runtime::default_eager_executor().synchronous() << " pool limit "

@@ -285,6 +285,36 @@ TEST_P(GradApiTest, FunctionsOfSeveralTensorsDifferentiateByPosition) {
                Error);
 }
 
+// A custom bprop replaces the derived backward in both modes, nested in another cell, reading a
+// weight of its cell (a capture of the traced bprop in GRAPH mode).
+class Scaled : public nn::Cell {
+ public:
+  Scaled() : Cell("Scaled") { w_ = &register_parameter("w", Tensor::full({3}, 3.0)); }
+  Tensor forward(const Tensor& x) override { return ops::mul(x, *w_); }
+  bool has_bprop() const override { return true; }
+  Tensor bprop(const Tensor&, const Tensor&, const Tensor& dout) override {
+    return ops::mul(ops::mul(dout, *w_), ops::scalar(2.0));  // twice the true gradient
+  }
+  Tensor* w_;
+};
+
+class AroundScaled : public nn::Cell {
+ public:
+  AroundScaled()
+      : Cell("AroundScaled"), inner_(register_child("inner", std::make_unique<Scaled>())) {}
+  Tensor forward(const Tensor& x) override { return ops::reduce_sum(inner_(ops::mul(x, x))); }
+  Scaled& inner_;
+};
+
+TEST_P(GradApiTest, ACustomBpropReplacesTheDerivedBackward) {
+  context::set({{"mode", GetParam()}});
+  AroundScaled net;
+  GradFunction grad = value_and_grad(net);
+  const Gradients g = grad(Tensor::from_vector<float>({1, -2, 0.5f}, {3}));
+  // d/dx of sum(w * x^2) is 2wx = 6x; the bprop doubles the inner step: 12x.
+  EXPECT_EQ(g.input.to_vector<float>(), std::vector<float>({12, -24, 6}));
+}
+
 INSTANTIATE_TEST_SUITE_P(BothModes, GradApiTest, ::testing::Values("PYNATIVE_MODE", "GRAPH_MODE"));
 
 // save_graphs writes the differentiated graph, its backward nodes under Gradients/.

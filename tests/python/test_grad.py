@@ -173,3 +173,69 @@ def test_stop_gradient_blocks_the_gradient(mode):
     x = ms.Tensor(np.array([1.0, -2.0, 3.0], np.float32))
     # d/dx of x * c with c = x held constant: c.
     np.testing.assert_array_equal(ms.grad(fn)(x).asnumpy(), [1.0, -2.0, 3.0])
+
+
+class Doubled(nn.Cell):
+    """y = x * 3, with a custom backward that says dx = 2 * dout: the custom rule must win."""
+
+    def construct(self, x):
+        return x * 3.0
+
+    def bprop(self, x, out, dout):
+        return (dout * 2.0,)
+
+
+class Outer(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.inner = Doubled()
+
+    def construct(self, x):
+        return ops.reduce_sum(self.inner(x * x))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_custom_bprop_replaces_the_derived_backward(mode):
+    ms.set_context(mode=mode)
+    x = ms.Tensor(np.array([1.0, -2.0, 3.0], np.float32))
+    # d/dx sum(inner(x^2)) with inner's backward 2*dout: 2 * 2x.
+    np.testing.assert_array_equal(ms.grad(Outer())(x).asnumpy(), [4.0, -8.0, 12.0])
+
+
+class WrongShape(nn.Cell):
+    def construct(self, x):
+        return x * 3.0
+
+    def bprop(self, x, out, dout):
+        return (ops.reduce_sum(dout),)
+
+
+class TwoGrads(Doubled):
+    def bprop(self, x, out, dout):
+        return dout, dout
+
+
+class ReturnsNone(Doubled):
+    def bprop(self, x, out, dout):
+        return None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_check_bprop_checks_count_shape_and_dtype(mode):
+    ms.set_context(mode=mode, check_bprop=True)
+    x = ms.Tensor(np.ones(3, np.float32))
+
+    def grad_of(cell):
+        return ms.grad(lambda t: ops.reduce_sum(cell(t)))(x)
+
+    with pytest.raises(ValueError, match="should have the same shape as the 0th arg"):
+        grad_of(WrongShape())
+        ms.ops.sync()
+    with pytest.raises(TypeError, match=r"the number of return values\(gradients\) must be equal"):
+        grad_of(TwoGrads())
+    with pytest.raises(TypeError, match="returned None"):
+        grad_of(ReturnsNone())
+    ms.set_context(check_bprop=False)
+    grad_of(TwoGrads())  # unchecked: the first gradient is taken
+    with pytest.raises(TypeError, match="returned None"):
+        grad_of(ReturnsNone())  # None is always an error

@@ -150,7 +150,7 @@ struct Flattened {
 // the backward sees one flat list of ops in program order, as the tape does. Traces never recurse
 // (each call of a cell is its own subgraph) and are bounded by max_call_depth; the explicit stack
 // keeps deep nesting off the C++ stack.
-Flattened flatten_calls(ir::Graph& graph) {
+Flattened flatten_calls(ir::Graph& graph, std::unordered_map<const ir::Node*, CustomBprop> custom) {
   struct Pending {
     ir::Node* call;
     const ir::Graph* context;
@@ -172,14 +172,11 @@ Flattened flatten_calls(ir::Graph& graph) {
              callee->name(), " has ", call.num_outputs(), " outputs but the subgraph returns ",
              callee->outputs().size());
     std::vector<size_t> regions = next.regions;
-    auto bprop_attr = call.attrs().find("bprop_graph");
-    const std::string* bprop_name =
-        bprop_attr == call.attrs().end() ? nullptr : std::get_if<std::string>(&bprop_attr->second);
-    if (bprop_name != nullptr && !bprop_name->empty()) {
+    if (auto bprop = custom.find(&call); bprop != custom.end()) {
       CustomRegion region;
-      region.bprop = next.context->resolve_subgraph(*bprop_name);
+      region.bprop = next.context->resolve_subgraph(bprop->second.graph);
       MF_CHECK(region.bprop != nullptr, InvalidArgument, "call of @", callee->name(),
-               ": no bprop subgraph @", echo(*bprop_name, 80));
+               ": no bprop subgraph @", echo(bprop->second.graph, 80));
       region.x = call.input(0);
       for (size_t i = 1; i < call.num_inputs(); ++i) region.captures.push_back(call.input(i));
       region.info = {ir::gradient_scope(call.scope()), call.location()};
@@ -207,6 +204,7 @@ Flattened flatten_calls(ir::Graph& graph) {
         mapped[Value(const_cast<ir::Node*>(&node), k)] = copy->output(k);
       }
       if (!regions.empty()) result.outermost[copy] = regions.front();
+      if (auto bprop = custom.find(&node); bprop != custom.end()) custom[copy] = bprop->second;
       if (call_target(*copy) != nullptr) pending.push_back({copy, callee, regions});
     }
     const Value out = mapped.at(callee->outputs()[0]);
@@ -223,6 +221,7 @@ Flattened flatten_calls(ir::Graph& graph) {
       }
     }
     result.outermost.erase(&call);  // its address may be reused by a later node
+    custom.erase(&call);
     graph.erase_node(&call);
   }
   return result;
@@ -278,7 +277,7 @@ Value zeros_of(ir::Graph& graph, const ir::TensorType& type, const ir::NodeInfo&
 }  // namespace
 
 void differentiate(ir::Graph& graph, const GradRequest& request) {
-  const Flattened flat = flatten_calls(graph);
+  const Flattened flat = flatten_calls(graph, request.custom_bprops);
   std::unordered_map<const ir::Node*, size_t> anchors;  // the node making a region's output
   for (size_t r = 0; r < flat.regions.size(); ++r) {
     if (flat.regions[r].out.node() != nullptr) anchors[flat.regions[r].out.node()] = r;

@@ -10,11 +10,21 @@
 // as they arrive, earlier sum first. With deterministic=ON both give the same bits.
 
 #include <cstddef>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
 
 namespace mf::passes {
+
+// A call of a cell with a custom bprop: the traced bprop, a subgraph beside the cell's body taking
+// (x, out, dout, then the call's inputs after x), and how many of the call's last inputs are its
+// own captures (unused by the body).
+struct CustomBprop {
+  std::string graph;
+  size_t captures = 0;
+};
 
 struct GradRequest {
   std::vector<size_t> wrt;  // graph parameters, by index, whose gradients are wanted
@@ -23,13 +33,15 @@ struct GradRequest {
   // sens_param); false: ones, MindSpore's sensitivity for an output of any shape.
   bool sens_param = false;
   bool keep_outputs = true;  // the forward outputs first; false: the gradients alone
+  // Calls (in the graph or its subgraphs) whose cell's backward is a custom bprop.
+  std::unordered_map<const ir::Node*, CustomBprop> custom_bprops;
 };
 
-// Calls are flattened first (every cell's body copied in place of its call). Afterwards the outputs are the forward outputs (keep_outputs), then one
-// gradient per request.wrt entry: zeros for a parameter the output does not depend on. Backward
-// nodes carry their forward node's scope under "Gradients/". InvalidArgument for an op on the path
-// without a rule (naming the op and its scope), a non-floating parameter or output asked for a
-// gradient, or an index out of range.
+// Calls are flattened first (every cell's body copied in place of its call). Afterwards the outputs
+// are the forward outputs (keep_outputs), then one gradient per request.wrt entry: zeros for a
+// parameter the output does not depend on. Backward nodes carry their forward node's scope under
+// "Gradients/". InvalidArgument for an op on the path without a rule (naming the op and its scope),
+// a non-floating parameter or output asked for a gradient, or an index out of range.
 void differentiate(ir::Graph& graph, const GradRequest& request);
 
 }  // namespace mf::passes

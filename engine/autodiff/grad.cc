@@ -76,6 +76,7 @@ std::unique_ptr<engine::GradForms::Form> compile_gradient(nn::Cell& cell, const 
   const std::vector<int64_t> wrt = wrt_parameters(cell, form->bindings, x, spec);
   passes::GradRequest request;
   request.sens_param = spec.sens_param;
+  request.custom_bprops = std::move(trace.custom_bprops);
   for (size_t i = 0; i < wrt.size(); ++i) {
     if (wrt[i] >= 0) request.wrt.push_back(size_t(wrt[i]));
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <optional>
 
 #include "base/stack_guard.h"
 #include "engine/eager/eager_layout.h"
@@ -64,11 +65,16 @@ TraceResult Tracer::trace(nn::Cell& cell, const Tensor& x, int max_call_depth,
   tracer.keep_alive_.push_back(x.impl());
   {
     ActiveTracer active(&tracer);
-    ScopeGuard scope(cell.instance_name(), cell.class_name(), reserve_class_name);
-    Tensor y = cell.forward(x);
+    Tensor y;
+    if (trace_bprop && cell.has_bprop()) {
+      y = tracer.call_cell(cell, x);  // its own call, so the bprop has a call to replace
+    } else {
+      ScopeGuard scope(cell.instance_name(), cell.class_name(), reserve_class_name);
+      y = cell.forward(x);
+    }
     tracer.root_->add_output(tracer.resolve(y));
   }
-  return {std::move(tracer.root_), std::move(tracer.bindings_)};
+  return {std::move(tracer.root_), std::move(tracer.bindings_), std::move(tracer.custom_bprops_)};
 }
 
 void Tracer::push_frame(ir::Graph* graph) {
@@ -179,7 +185,7 @@ Tensor Tracer::call_cell(nn::Cell& cell, const Tensor& x) {
 
   std::vector<ir::Value> inputs = {x_outer};
   for (const TensorImpl* impl : captured) inputs.push_back(frames_[parent].values.at(impl));
-  ir::Attrs attrs{{"graph", sub->name()}};
+  std::optional<passes::CustomBprop> custom;
   if (trace_bprop_ && cell.has_bprop()) {
     auto [bprop_name, bprop_captured] = trace_bprop(cell, parent, x, y, *sub, captured);
     // The body takes the bprop's captures too (unused), so the call's inputs stay its parameters.
@@ -187,12 +193,12 @@ Tensor Tracer::call_cell(nn::Cell& cell, const Tensor& x) {
       sub->add_parameter("bprop_capture" + std::to_string(inputs.size()), impl->type);
       inputs.push_back(frames_[parent].values.at(impl));
     }
-    attrs["bprop_graph"] = bprop_name;
-    attrs["bprop_captures"] = int64_t(bprop_captured.size());
+    custom = passes::CustomBprop{bprop_name, bprop_captured.size()};
   }
-  ir::Node* call =
-      frames_[parent].graph->create_node(nullptr, "call", std::move(inputs), std::move(attrs),
-                                         {y.type()}, ir::NodeInfo{call_scope, {}});
+  ir::Node* call = frames_[parent].graph->create_node(nullptr, "call", std::move(inputs),
+                                                      {{"graph", sub->name()}}, {y.type()},
+                                                      ir::NodeInfo{call_scope, {}});
+  if (custom) custom_bprops_[call] = std::move(*custom);
   return symbolic(y.type(), call->output(0));
 }
 

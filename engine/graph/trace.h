@@ -15,6 +15,7 @@
 
 #include "engine/tensor.h"
 #include "ir/graph.h"
+#include "passes/grad_transform.h"
 #include "runtime/graph_executor.h"
 
 namespace mf::nn {
@@ -46,6 +47,8 @@ std::vector<Tensor> bound_tensors(nn::Cell& cell, const std::vector<Binding>& bi
 struct TraceResult {
   std::unique_ptr<ir::Graph> graph;
   std::vector<Binding> bindings;  // one per graph parameter, in order
+  // trace_bprop: each call of a cell with a custom bprop, and that bprop's subgraph.
+  std::unordered_map<const ir::Node*, passes::CustomBprop> custom_bprops;
 };
 
 class Tracer {
@@ -105,6 +108,7 @@ class Tracer {
   std::unordered_map<const TensorImpl*, std::string> weight_names_;
   std::vector<std::shared_ptr<TensorImpl>> keep_alive_;  // addresses in the maps must not be reused
   std::unordered_map<std::string, int> subgraph_names_;
+  std::unordered_map<const ir::Node*, passes::CustomBprop> custom_bprops_;
 };
 
 }  // namespace mf::engine

@@ -38,11 +38,6 @@ const ir::OpRegistration kCall =
         .inputs(0, -1)
         .outputs(-1)
         .attr("graph", ir::AttrKind::kString, std::nullopt, "the subgraph to run on the inputs")
-        .attr("bprop_graph", ir::AttrKind::kString, std::string(),
-              "a cell's custom backward, traced only for a gradient: the subgraph computing the "
-              "first input's gradient from (x, out, dout, the last bprop_captures inputs)")
-        .attr("bprop_captures", ir::AttrKind::kInt, int64_t{0},
-              "how many of the last inputs are the custom backward's captures (unused by @graph)")
         .traits(kControlFlowTraits)
         .infer(refuse_infer("call"))
         .kernel(refuse_kernel("call"))

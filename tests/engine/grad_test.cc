@@ -313,6 +313,10 @@ TEST_P(GradApiTest, ACustomBpropReplacesTheDerivedBackward) {
   const Gradients g = grad(Tensor::from_vector<float>({1, -2, 0.5f}, {3}));
   // d/dx of sum(w * x^2) is 2wx = 6x; the bprop doubles the inner step: 12x.
   EXPECT_EQ(g.input.to_vector<float>(), std::vector<float>({12, -24, 6}));
+  // The differentiated cell's own bprop too: all-ones sensitivity, so 2w.
+  Scaled alone;
+  GradFunction top = value_and_grad(alone);
+  EXPECT_EQ(top(Tensor::ones({3})).input.to_vector<float>(), std::vector<float>({6, 6, 6}));
 }
 
 INSTANTIATE_TEST_SUITE_P(BothModes, GradApiTest, ::testing::Values("PYNATIVE_MODE", "GRAPH_MODE"));

@@ -17,6 +17,7 @@ struct GradForms {
   struct Form {
     ir::TensorType input_type;
     std::vector<Binding> bindings;
+    WeightTypes weight_types;
     std::shared_ptr<CompiledNetwork> network;
   };
   std::vector<std::unique_ptr<Form>> entries;
@@ -73,6 +74,7 @@ std::unique_ptr<engine::GradForms::Form> compile_gradient(nn::Cell& cell, const 
   auto form = std::make_unique<engine::GradForms::Form>();
   form->input_type = x.type();
   form->bindings = std::move(trace.bindings);
+  form->weight_types.record(cell, form->bindings);
   const std::vector<int64_t> wrt = wrt_parameters(cell, form->bindings, x, spec);
   passes::GradRequest request;
   request.sens_param = spec.sens_param;
@@ -178,7 +180,8 @@ Gradients GradFunction::operator()(const Tensor& x, const Tensor& sens,
   const auto derived = engine::derive_policy(forms_->derived, cell_.jit_level(), false);
   engine::GradForms::Form* form = nullptr;
   for (auto& entry : forms_->entries) {
-    if (entry->input_type == x.type() && entry->network->fingerprint == derived->fingerprint) {
+    if (entry->input_type == x.type() && entry->network->fingerprint == derived->fingerprint &&
+        entry->weight_types.still_fit(cell_, entry->bindings)) {
       form = entry.get();
     }
   }

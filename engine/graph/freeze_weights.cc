@@ -8,6 +8,11 @@ bool FrozenWeights::same_as(const std::vector<Tensor>& current) const {
   if (current.size() != tensors.size()) return false;
   for (size_t i = 0; i < current.size(); ++i) {
     if (current[i].impl() != tensors[i]) return false;
+    // Written in place since (an optimizer step, a loaded checkpoint): the constant is stale.
+    if (current[i].impl()->buffer.get() != buffers[i] ||
+        current[i].impl()->buffer->version() != versions[i]) {
+      return false;
+    }
   }
   return true;
 }
@@ -41,6 +46,8 @@ FrozenWeights freeze_weights(ir::Graph& graph,
     ir::Constant* c = graph.add_constant(p->type(), bytes);
     graph.replace_all_uses(ir::Value(p), ir::Value(c));
     frozen.tensors.push_back(t.impl());
+    frozen.buffers.push_back(t.impl()->buffer.get());
+    frozen.versions.push_back(t.impl()->buffer->version());
   }
   return frozen;
 }

@@ -23,6 +23,10 @@ struct FrozenWeights {
   // The tensors compiled in, in the order freeze_weights met them; kept alive so their addresses
   // are not reused by other tensors while the compiled graph exists.
   std::vector<std::shared_ptr<TensorImpl>> tensors;
+  // Each tensor's buffer and its write version when frozen: a weight written in place since (a
+  // training step) compiles again too.
+  std::vector<const runtime::Buffer*> buffers;
+  std::vector<uint64_t> versions;
   size_t bytes = 0;
 
   // True when `current` (the same weights looked up again, in the same order) are the frozen

@@ -51,6 +51,7 @@ std::unique_ptr<CompiledCell> trace_and_compile(nn::Cell& cell, const Tensor& x,
   phase.reset();
   form->trace_ms = millis_since(start);
   form->bindings = std::move(trace.bindings);
+  form->weight_types.record(cell, form->bindings);
   const std::string prefix = trace.graph->name() + "_" + std::to_string(++compile_counter);
   // infer_boost: the weights' current tensors, looked up once, become constants.
   std::vector<Tensor> bound;
@@ -120,6 +121,7 @@ CompiledCell* bind_dynamic(nn::Cell& cell, const Tensor& x, CompiledForms& forms
   auto form = std::make_unique<CompiledCell>();
   form->input_type = x.type();
   form->bindings = entry->bindings;
+  form->weight_types.record(cell, form->bindings);
   form->trace_ms = report.compiled ? entry->trace_ms : 0;
   std::unique_ptr<CompiledNetwork> network = bind_symbolic(
       entry->compile, {x.shape()}, policy, derived.fingerprint, driver_options(policy, "bind"));
@@ -139,7 +141,8 @@ CompiledCell* bind_dynamic(nn::Cell& cell, const Tensor& x, CompiledForms& forms
 
 // Whether a form compiled with its weights frozen in (infer_boost) still has them: a cell whose
 // parameter was replaced since needs another compile.
-bool weights_unchanged(nn::Cell& cell, const Tensor& x, const CompiledCell& form) {
+bool weights_unchanged(nn::Cell& cell, const Tensor& x, CompiledCell& form) {
+  if (!form.weight_types.still_fit(cell, form.bindings)) return false;
   const FrozenWeights& frozen = form.network->frozen_weights;
   if (frozen.tensors.empty()) return true;
   const std::vector<Tensor> bound = bound_tensors(cell, form.bindings, x);

@@ -83,6 +83,7 @@ std::shared_ptr<const DerivedPolicy> derive_policy(
 struct CompiledCell {
   ir::TensorType input_type;
   std::vector<Binding> bindings;
+  WeightTypes weight_types;
   double trace_ms = 0;
   // Shared with queued PYNATIVE runs, which must survive clear_compiled() and the cell itself.
   std::shared_ptr<CompiledNetwork> network;

@@ -379,6 +379,36 @@ std::vector<Tensor> bound_tensors(nn::Cell& cell, const std::vector<Binding>& bi
   return out;
 }
 
+namespace {
+std::vector<ir::TensorType> weight_types_now(nn::Cell& cell, const std::vector<Binding>& bindings) {
+  std::vector<ir::TensorType> out;
+  std::vector<std::pair<std::string, Tensor>> weights;
+  for (const Binding& binding : bindings) {
+    if (binding.kind != Binding::Kind::kWeight) continue;
+    if (weights.empty()) weights = cell.named_parameters();
+    ir::TensorType type;
+    for (const auto& [name, tensor] : weights) {
+      if (name == binding.name) type = tensor.type();
+    }
+    out.push_back(std::move(type));
+  }
+  return out;
+}
+}  // namespace
+
+void WeightTypes::record(nn::Cell& cell, const std::vector<Binding>& bindings) {
+  checked_generation = nn::Cell::retype_generation();
+  types = weight_types_now(cell, bindings);
+}
+
+bool WeightTypes::still_fit(nn::Cell& cell, const std::vector<Binding>& bindings) {
+  const uint64_t now = nn::Cell::retype_generation();
+  if (now == checked_generation) return true;
+  if (weight_types_now(cell, bindings) != types) return false;
+  checked_generation = now;
+  return true;
+}
+
 std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
                                             const Tensor& x) {
   std::vector<runtime::TensorArg> inputs;

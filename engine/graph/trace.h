@@ -37,6 +37,16 @@ struct Binding {
 // PYNATIVE work that produces any of them.
 std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
                                             const Tensor& x);
+// The weight types a compiled form was traced with. A cell may retype a parameter it owns (a loss
+// cell's labels of another batch size: Cell::replace_parameter); a form is only valid for the
+// types it was traced with. Checking is free while no parameter anywhere was retyped since.
+struct WeightTypes {
+  std::vector<ir::TensorType> types;
+  uint64_t checked_generation = 0;
+  // Records the types `bindings` bind now.
+  void record(nn::Cell& cell, const std::vector<Binding>& bindings);
+  bool still_fit(nn::Cell& cell, const std::vector<Binding>& bindings);
+};
 // A tensor holding what an executor returned (the inverse of binding).
 Tensor tensor_of(runtime::TensorArg arg);
 // The same tensors without waiting for them: for a run queued behind the PYNATIVE work that

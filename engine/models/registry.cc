@@ -9,7 +9,7 @@ std::span<const NetSpec> all_nets() {
   static const std::vector<NetSpec> nets = {
       mlp_spec(),         cnn_spec(),       transformer_spec(), elementwise_spec(),
       clamp_chain_spec(), layernorm_spec(), softmax_spec(),     layernorm_ops_spec(),
-      softmax_ops_spec(), chain_spec()};
+      softmax_ops_spec(), chain_spec(),     lenet5_spec()};
   return nets;
 }
 

@@ -26,6 +26,7 @@ const NetSpec& find_net(std::string_view name);  // NotFound listing the names
 // The networks, one per file in engine/models/.
 NetSpec mlp_spec();
 NetSpec cnn_spec();
+NetSpec lenet5_spec();
 NetSpec transformer_spec();
 NetSpec elementwise_spec();
 NetSpec clamp_chain_spec();
@@ -39,6 +40,16 @@ NetSpec chain_spec();
 class Mlp : public nn::Cell {
  public:
   explicit Mlp(const std::vector<int64_t>& sizes, uint64_t seed = 0);
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  std::vector<nn::Cell*> layers_;
+};
+
+// MindSpore's LeNet5, for 32x32 images of num_channel channels.
+class LeNet5 : public nn::Cell {
+ public:
+  explicit LeNet5(int64_t num_class = 10, int64_t num_channel = 1, uint64_t seed = 0);
   Tensor forward(const Tensor& x) override;
 
  private:

@@ -1,5 +1,7 @@
 #include "engine/nn/cell.h"
 
+#include <atomic>
+
 #include <unordered_set>
 
 #include "engine/autodiff/tape.h"
@@ -160,8 +162,60 @@ void Cell::clear_compiled() {
 
 std::vector<std::pair<std::string, Tensor>> Cell::named_parameters() const {
   std::vector<std::pair<std::string, Tensor>> out;
-  collect_parameters("", out);
+  collect_parameters("", out, false);
   return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Cell::trainable_params() const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect_parameters("", out, true);
+  return out;
+}
+
+Cell* Cell::owner_of(const std::string& dotted_name, std::string& leaf) {
+  const size_t dot = dotted_name.find('.');
+  if (dot == std::string::npos) {
+    leaf = dotted_name;
+    return this;
+  }
+  const std::string head = dotted_name.substr(0, dot);
+  for (auto& [name, child] : children_) {
+    if (name == head) return child->owner_of(dotted_name.substr(dot + 1), leaf);
+  }
+  return nullptr;
+}
+
+void Cell::set_requires_grad(const std::string& dotted_name, bool requires_grad) {
+  std::string leaf;
+  if (Cell* owner = owner_of(dotted_name, leaf)) {
+    for (size_t i = 0; i < owner->parameters_.size(); ++i) {
+      if (owner->parameters_[i].first == leaf) {
+        owner->requires_grad_[i] = requires_grad;
+        return;
+      }
+    }
+  }
+  MF_FAIL(NotFound, class_name_, " has no parameter '", echo(dotted_name),
+          "'; named_parameters() lists them");
+}
+
+namespace {
+std::atomic<uint64_t> retypes{0};
+}  // namespace
+
+uint64_t Cell::retype_generation() {
+  return retypes.load(std::memory_order_acquire);
+}
+
+void Cell::replace_parameter(const std::string& name, const Tensor& value) {
+  for (auto& [existing, tensor] : parameters_) {
+    if (existing == name) {
+      if (!(tensor.type() == value.type())) retypes.fetch_add(1, std::memory_order_acq_rel);
+      tensor = value;
+      return;
+    }
+  }
+  MF_FAIL(Internal, class_name_, " has no parameter '", name, "' to replace");
 }
 
 std::vector<std::pair<std::string, Cell*>> Cell::named_children() const {
@@ -191,11 +245,12 @@ void Cell::set_parameter(const std::string& dotted_name, const Tensor& value) {
           "'; named_parameters() lists them");
 }
 
-Tensor& Cell::register_parameter(std::string name, Tensor value) {
+Tensor& Cell::register_parameter(std::string name, Tensor value, bool requires_grad) {
   for (const auto& [existing, tensor] : parameters_) {
     MF_CHECK(existing != name, Internal, class_name_, " registers parameter '", name, "' twice");
   }
   parameters_.emplace_back(std::move(name), std::move(value));
+  requires_grad_.push_back(requires_grad);
   return parameters_.back().second;
 }
 
@@ -237,9 +292,15 @@ bool Cell::reaches(const Cell* target) const {
 }
 
 void Cell::collect_parameters(const std::string& prefix,
-                              std::vector<std::pair<std::string, Tensor>>& out) const {
-  for (const auto& [name, tensor] : parameters_) out.emplace_back(prefix + name, tensor);
-  for (const auto& [name, child] : children_) child->collect_parameters(prefix + name + ".", out);
+                              std::vector<std::pair<std::string, Tensor>>& out,
+                              bool trainable_only) const {
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    if (trainable_only && !requires_grad_[i]) continue;
+    out.emplace_back(prefix + parameters_[i].first, parameters_[i].second);
+  }
+  for (const auto& [name, child] : children_) {
+    child->collect_parameters(prefix + name + ".", out, trainable_only);
+  }
 }
 
 }  // namespace mf::nn

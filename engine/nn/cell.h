@@ -50,8 +50,13 @@ class Cell {
   // ...
   std::vector<std::pair<std::string, Tensor>> named_parameters() const;
   std::vector<std::pair<std::string, Cell*>> named_children() const;
+  // The parameters that take gradients (registered with requires_grad), in the same order: what an
+  // optimizer trains.
+  std::vector<std::pair<std::string, Tensor>> trainable_params() const;
   // Replaces a parameter's value (same shape and dtype), e.g. with trained weights.
   void set_parameter(const std::string& dotted_name, const Tensor& value);
+  // Marks a parameter as trained or not (MindSpore's Parameter.requires_grad).
+  void set_requires_grad(const std::string& dotted_name, bool requires_grad);
 
   // The cell's own compile settings; they also mark it for jit (MindSpore's
   // `@jit(jit_config=...)` on construct). Throws InvalidArgument for a level other than O0, O1, O2
@@ -89,8 +94,18 @@ class Cell {
   void clear_compiled();
 
  protected:
-  // Returns a reference that stays valid for the cell's life.
-  Tensor& register_parameter(std::string name, Tensor value);
+  // Returns a reference that stays valid for the cell's life. requires_grad false: a parameter
+  // the graph binds by name but no optimizer trains (moving statistics, a loss cell's labels).
+  Tensor& register_parameter(std::string name, Tensor value, bool requires_grad = true);
+  // Replaces a parameter of this cell by a tensor of any type: for values a cell owns that change
+  // shape between calls (a loss cell's labels); compiled forms are keyed by the weights' types.
+  void replace_parameter(const std::string& name, const Tensor& value);
+
+ public:
+  // Grows whenever replace_parameter changes a parameter's type anywhere.
+  static uint64_t retype_generation();
+
+ protected:
   template <typename C>
   C& register_child(std::string name, std::unique_ptr<C> child) {
     C& ref = *child;
@@ -106,7 +121,9 @@ class Cell {
  private:
   void adopt(std::string name, std::unique_ptr<Cell> child);
   void collect_parameters(const std::string& prefix,
-                          std::vector<std::pair<std::string, Tensor>>& out) const;
+                          std::vector<std::pair<std::string, Tensor>>& out,
+                          bool trainable_only) const;
+  Cell* owner_of(const std::string& dotted_name, std::string& leaf);
 
   std::string class_name_;
   std::string instance_name_ = "net";
@@ -115,6 +132,7 @@ class Cell {
   std::optional<ir::InputSignature> declared_input_;
   std::unique_ptr<engine::CompiledForms> compiled_;
   std::deque<std::pair<std::string, Tensor>> parameters_;  // deque: references stay valid
+  std::deque<bool> requires_grad_;                         // one per parameter
   // shared_ptr: a Python front end's cells are shared with their Python objects (adopt_shared).
   std::vector<std::pair<std::string, std::shared_ptr<Cell>>> children_;
 };

@@ -1,0 +1,80 @@
+#include "engine/train/train_cells.h"
+
+#include <cmath>
+
+#include "engine/ops.h"
+
+namespace mf::nn {
+
+WithLossCell::WithLossCell(std::shared_ptr<Cell> backbone, std::shared_ptr<Loss> loss_fn)
+    : Cell("WithLossCell"),
+      backbone_(std::move(backbone)),
+      loss_(std::move(loss_fn)),
+      label_(register_parameter("label", Tensor::zeros({0}, DType::kInt32),
+                                /*requires_grad=*/false)) {
+  MF_CHECK(backbone_ != nullptr, InvalidArgument, "WithLossCell: the backbone network is null");
+  MF_CHECK(loss_ != nullptr, InvalidArgument, "WithLossCell: the loss function is null");
+  adopt_shared("_backbone", backbone_);
+}
+
+void WithLossCell::set_label(const Tensor& label) {
+  MF_CHECK(label.defined(), InvalidArgument, "WithLossCell: the label tensor is undefined");
+  replace_parameter("label", label);
+}
+
+Tensor WithLossCell::operator()(const Tensor& data, const Tensor& label,
+                                std::source_location where) {
+  set_label(label);
+  return Cell::operator()(data, where);
+}
+
+Tensor WithLossCell::forward(const Tensor& data) {
+  return (*loss_)((*backbone_)(data), label_);
+}
+
+namespace {
+
+std::vector<Tensor> checked_weights(WithLossCell& network, const Optimizer& optimizer) {
+  const auto parameters = network.named_parameters();
+  const auto& names = optimizer.parameter_names();
+  for (size_t i = 0; i < optimizer.parameters().size(); ++i) {
+    bool found = false;
+    for (const auto& [name, p] : parameters)
+      found = found || p.impl() == optimizer.parameters()[i].impl();
+    MF_CHECK(found, InvalidArgument, "TrainOneStepCell: the optimizer trains '", echo(names[i]),
+             "', which is not a parameter of the network; build the optimizer from the "
+             "network's trainable_params()");
+  }
+  return optimizer.parameters();
+}
+
+}  // namespace
+
+TrainOneStepCell::TrainOneStepCell(std::shared_ptr<WithLossCell> network,
+                                   std::shared_ptr<Optimizer> optimizer, double sens)
+    : network_(std::move(network)),
+      optimizer_(std::move(optimizer)),
+      sens_(sens),
+      grad_([&]() -> GradFunction {
+        MF_CHECK(network_ != nullptr && optimizer_ != nullptr, InvalidArgument,
+                 "TrainOneStepCell: the network and the optimizer must not be null");
+        MF_CHECK(std::isfinite(sens), InvalidArgument,
+                 "TrainOneStepCell: sens must be a finite number, got ", sens);
+        return GradFunction(
+            *network_,
+            GradSpec{.input = false, .weights = checked_weights(*network_, *optimizer_)});
+      }()) {}
+
+Tensor TrainOneStepCell::operator()(const Tensor& data, const Tensor& label,
+                                    std::source_location where) {
+  network_->set_label(label);
+  Gradients result = grad_(data, Tensor(), where);
+  if (sens_ != 1.0) {
+    // Every backward rule is linear in its seed: scaling the gradients is seeding with sens.
+    for (Tensor& g : result.weights) g = ops::mul(g, ops::scalar(sens_, g.dtype()));
+  }
+  optimizer_->step(result.weights);
+  return result.value;
+}
+
+}  // namespace mf::nn

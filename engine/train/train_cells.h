@@ -1,0 +1,59 @@
+#pragma once
+// MindSpore's training cells. WithLossCell joins a network and its loss into one cell, so GRAPH
+// mode traces and compiles forward and loss as one graph; TrainOneStepCell takes the gradient of
+// that cell with respect to the optimizer's parameters (one compiled graph, forward and backward,
+// in GRAPH mode; the tape in PYNATIVE) and lets the optimizer update them in place.
+
+#include <memory>
+#include <source_location>
+
+#include "engine/autodiff/grad.h"
+#include "engine/nn/cell.h"
+#include "engine/train/loss.h"
+#include "engine/train/optimizer.h"
+
+namespace mf::nn {
+
+// loss_fn(backbone(data), label). The label is a parameter of this cell ("label", trained by no
+// optimizer) replaced at every call, so a compiled graph binds each step's labels by name; a label
+// of another shape (the last, smaller batch) compiles that shape once, as the data's does.
+class WithLossCell : public Cell {
+ public:
+  WithLossCell(std::shared_ptr<Cell> backbone, std::shared_ptr<Loss> loss_fn);
+  using Cell::operator();
+  Tensor operator()(const Tensor& data, const Tensor& label,
+                    std::source_location where = std::source_location::current());
+  // The label the next call of the one-input form (or a gradient of this cell) uses.
+  void set_label(const Tensor& label);
+  Tensor forward(const Tensor& data) override;
+  Cell& backbone() { return *backbone_; }
+  Loss& loss_fn() { return *loss_; }
+
+ private:
+  std::shared_ptr<Cell> backbone_;
+  std::shared_ptr<Loss> loss_;
+  Tensor& label_;
+};
+
+// One training step per call: the loss of (data, label), its gradient with respect to the
+// optimizer's parameters (seeded with `sens`), and the optimizer's update. Returns the loss.
+class TrainOneStepCell {
+ public:
+  // InvalidArgument when the optimizer trains a tensor that is not a parameter of the network.
+  TrainOneStepCell(std::shared_ptr<WithLossCell> network, std::shared_ptr<Optimizer> optimizer,
+                   double sens = 1.0);
+  Tensor operator()(const Tensor& data, const Tensor& label,
+                    std::source_location where = std::source_location::current());
+  WithLossCell& network() { return *network_; }
+  Optimizer& optimizer() { return *optimizer_; }
+  // GRAPH mode: what the last step compiled or reused.
+  const engine::GraphRunReport& graph_report() const { return grad_.graph_report(); }
+
+ private:
+  std::shared_ptr<WithLossCell> network_;
+  std::shared_ptr<Optimizer> optimizer_;
+  double sens_;
+  GradFunction grad_;
+};
+
+}  // namespace mf::nn

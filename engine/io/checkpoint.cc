@@ -1,5 +1,7 @@
 #include "engine/io/checkpoint.h"
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -118,6 +120,7 @@ class Loader {
     MF_CHECK(in_.read_at(body, bytes.data(), bytes.size()) == bytes.size(), DataLoss, name_,
              ": the file shrank while it was read; load it again");
     ::Checkpoint::Value value;
+    const google::protobuf::LogSilencer quiet;  // damage is reported once, as DataLoss
     if (!value.ParseFromString(bytes)) {
       damaged(pos, "entry " + std::to_string(entry_ + 1) +
                        " is not a valid Checkpoint.Value (it needs a tag and a tensor with its "

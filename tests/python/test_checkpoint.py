@@ -39,10 +39,11 @@ class Net(ms.nn.Cell):
     def __init__(self, seed):
         super().__init__()
         self.fc1 = ms.nn.Dense(4, 8, seed=seed)
+        self.relu = ms.nn.ReLU()
         self.fc2 = ms.nn.Dense(8, 3, seed=seed + 100)
 
     def construct(self, x):
-        return self.fc2(ms.ops.relu(self.fc1(x)))
+        return self.fc2(self.relu(self.fc1(x)))
 
 
 def names(net):

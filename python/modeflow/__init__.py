@@ -38,6 +38,8 @@ from . import common, context, device_context, models, nn, onnx, ops, runtime  #
 from ._grad import ParameterTuple, grad, value_and_grad  # noqa: F401
 from .jit import JitConfig, jit  # noqa: F401
 from .profiler import Profiler  # noqa: F401
+# MindSpore's checkpoints (.ckpt): docs/checkpoints.md.
+from ._modeflow import load_checkpoint, load_param_into_net, save_checkpoint  # noqa: F401
 
 # Indexing is written in Python over the registry's ops (so GRAPH mode traces it): _indexing.py.
 Tensor.__getitem__ = _indexing.getitem

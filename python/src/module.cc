@@ -13,4 +13,5 @@ PYBIND11_MODULE(_modeflow, m) {
   bind_nn(m);
   bind_profiler(m);
   bind_autodiff(m);
+  bind_dataset(m);
 }

@@ -147,7 +147,8 @@ def test_seeded_shuffle_repeats_and_matches_the_engine(fashion_dir):
     e1 = [int(r[1]) for r in it]
     assert e0 == first and sorted(e1) == sorted(e0)
     data = ds.NumpySlicesDataset(np.arange(40), shuffle=True)
-    one, two = np.split(np.array([int(r[0]) for r in data.repeat(2)]), 2)
+    rows = data.repeat(2).create_tuple_iterator(output_numpy=True)
+    one, two = np.split(np.array([int(r[0]) for r in rows]), 2)
     assert sorted(one) == sorted(two) == list(range(40)) and list(one) != list(two)
 
 

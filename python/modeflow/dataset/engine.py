@@ -134,7 +134,7 @@ def _to_tensor(array):
                         "64-bit dtype); cast it with transforms.TypeCast or use output_numpy=True")
     elif kind == "f" and size == 2:
         array = array.astype(np.float32)
-    return _modeflow.Tensor(np.ascontiguousarray(array))
+    return _modeflow.Tensor(np.asarray(array, order="C"))  # ascontiguousarray makes 0-d 1-d
 
 
 class _Iterator:

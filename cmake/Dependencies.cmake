@@ -6,6 +6,8 @@ find_package(Protobuf REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
+# zlib (zlib1g-dev): gzip-compressed IDX data sets (engine/data/idx.cc).
+find_package(ZLIB REQUIRED)
 if(MODEFLOW_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -14,4 +14,5 @@ PYBIND11_MODULE(_modeflow, m) {
   bind_profiler(m);
   bind_autodiff(m);
   bind_checkpoint(m);
+  bind_dataset(m);
 }

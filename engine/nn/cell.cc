@@ -185,6 +185,11 @@ Cell* Cell::owner_of(const std::string& dotted_name, std::string& leaf) {
   return nullptr;
 }
 
+void Cell::set_train(bool mode) {
+  training_ = mode;
+  for (auto& [name, child] : children_) child->set_train(mode);
+}
+
 void Cell::set_requires_grad(const std::string& dotted_name, bool requires_grad) {
   std::string leaf;
   if (Cell* owner = owner_of(dotted_name, leaf)) {

@@ -55,6 +55,10 @@ class Cell {
   std::vector<std::pair<std::string, Tensor>> trainable_params() const;
   // Replaces a parameter's value (same shape and dtype), e.g. with trained weights.
   void set_parameter(const std::string& dotted_name, const Tensor& value);
+  // Training mode for this cell and its descendants (MindSpore's set_train): layers whose
+  // behaviour differs while training read training().
+  void set_train(bool mode = true);
+  bool training() const { return training_; }
   // Marks a parameter as trained or not (MindSpore's Parameter.requires_grad).
   void set_requires_grad(const std::string& dotted_name, bool requires_grad);
 
@@ -129,6 +133,7 @@ class Cell {
   std::string instance_name_ = "net";
   std::optional<context::JitLevel> jit_level_;
   bool jit_ = false;
+  bool training_ = false;
   std::optional<ir::InputSignature> declared_input_;
   std::unique_ptr<engine::CompiledForms> compiled_;
   std::deque<std::pair<std::string, Tensor>> parameters_;  // deque: references stay valid

@@ -231,5 +231,5 @@ class GradOperation:
 
 def trainable_params(self, recurse=True):
     """The cell's parameters as named Parameters ('fc1.weight'), those with requires_grad."""
-    return [Parameter(value, name, True) for name, value in self.parameters_and_names()]
+    return [Parameter(value, name, True) for name, value in self._trainable_parameters()]
 

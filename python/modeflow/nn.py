@@ -39,3 +39,97 @@ class SequentialCell(Cell):
         for cell in self._cells:
             x = cell(x)
         return x
+
+
+# ---- Training: losses, optimizers and the training cells (engine/train/, bound in bind_train.cc).
+
+from ._modeflow.nn import (  # noqa: E402,F401
+    Adam,
+    AdamWeightDecay,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    L1Loss,
+    LossBase,
+    Momentum,
+    MSELoss,
+    Optimizer,
+    SGD,
+    SoftmaxCrossEntropyWithLogits,
+    _TrainOneStepCell,
+    _WithLossCell,
+    cosine_decay_lr,
+    exponential_decay_lr,
+    piecewise_constant_lr,
+)
+
+
+class _FunctionLoss(LossBase):
+    """A plain callable ``fn(logits, labels)`` as a loss."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self._fn = fn
+
+    def construct(self, logits, labels):
+        return self._fn(logits, labels)
+
+
+def _as_loss(loss_fn):
+    if isinstance(loss_fn, LossBase):
+        return loss_fn
+    if not callable(loss_fn):
+        raise TypeError(
+            "loss_fn must be a loss (nn.LossBase) or a callable of (logits, labels), got "
+            + type(loss_fn).__name__
+        )
+    return _FunctionLoss(loss_fn)
+
+
+def WithLossCell(backbone, loss_fn):  # noqa: N802 (MindSpore's class name)
+    """MindSpore's nn.WithLossCell: ``loss_fn(backbone(data), label)`` as one cell, called with
+    ``(data, label)``; GRAPH mode compiles forward and loss as one graph."""
+    if not isinstance(backbone, Cell):
+        raise TypeError("WithLossCell: backbone must be a Cell, got " + type(backbone).__name__)
+    return _WithLossCell(backbone, _as_loss(loss_fn))
+
+
+class TrainOneStepCell:
+    """MindSpore's nn.TrainOneStepCell(network, optimizer, sens=1.0): each call
+    ``train_net(data, label)`` computes the loss, its gradient with respect to the optimizer's
+    parameters (one compiled graph, forward and backward, in GRAPH mode) and lets the optimizer
+    update them in place; it returns the loss. A network that is not a WithLossCell (a Cell or
+    function of several inputs returning the loss) is differentiated on the tape."""
+
+    def __init__(self, network, optimizer, sens=1.0):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError("TrainOneStepCell: optimizer must be an nn optimizer, got "
+                            + type(optimizer).__name__)
+        if isinstance(sens, bool) or not isinstance(sens, (int, float)):
+            raise TypeError("TrainOneStepCell: sens must be a number, got " + type(sens).__name__)
+        self.network = network
+        self.optimizer = optimizer
+        self.sens = float(sens)
+        self._step = None
+        if isinstance(network, _WithLossCell):
+            self._step = _TrainOneStepCell(network, optimizer, self.sens)
+        else:
+            from ._grad import value_and_grad
+
+            self._grad = value_and_grad(network, None, optimizer.parameters)
+
+    def set_train(self, mode=True):
+        if hasattr(self.network, "set_train"):
+            self.network.set_train(mode)
+        return self
+
+    def __call__(self, *inputs):
+        if self._step is not None:
+            if len(inputs) != 2:
+                raise TypeError("TrainOneStepCell over a WithLossCell takes (data, label), got "
+                                f"{len(inputs)} arguments")
+            return self._step(*inputs)
+        loss, grads = self._grad(*inputs)
+        if self.sens != 1.0:
+            grads = [g * self.sens for g in grads]
+        self.optimizer(list(grads))
+        return loss

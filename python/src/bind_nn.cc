@@ -90,8 +90,8 @@ class PyCell : public nn::Cell {
     return dx;
   }
 
-  Tensor& add_parameter(std::string name, Tensor value) {
-    return register_parameter(std::move(name), std::move(value));
+  Tensor& add_parameter(std::string name, Tensor value, bool requires_grad) {
+    return register_parameter(std::move(name), std::move(value), requires_grad);
   }
 
  private:
@@ -288,7 +288,8 @@ void bind_cell(py::module_& nn_module) {
                if (own_parameter(owner, key)) {
                  owner.set_parameter(key, value.cast<const Tensor&>());
                } else {
-                 python.add_parameter(key, value.cast<const Tensor&>());
+                 python.add_parameter(key, value.cast<const Tensor&>(),
+                                      value.cast<const Parameter&>().requires_grad);
                }
                return;  // not kept in __dict__: __getattr__ reads the cell's current value
              }
@@ -326,6 +327,17 @@ void bind_cell(py::module_& nn_module) {
       .def_property_readonly("instance_name", &nn::Cell::instance_name)
       .def("parameters_and_names",
            [](const nn::Cell& self) { return py::cast(self.named_parameters()); })
+      .def("_trainable_parameters",
+           [](const nn::Cell& self) { return py::cast(self.trainable_params()); })
+      .def(
+          "set_train",
+          [](py::object self, bool mode) {
+            cell_of(self).set_train(mode);
+            return self;
+          },
+          py::arg("mode") = true,
+          "Training mode (MindSpore's Cell.set_train) for this cell and every descendant.")
+      .def_property_readonly("training", &nn::Cell::training)
       .def("parameters_dict",
            [](const nn::Cell& self) {
              py::dict out;

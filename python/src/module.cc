@@ -15,4 +15,5 @@ PYBIND11_MODULE(_modeflow, m) {
   bind_autodiff(m);
   bind_checkpoint(m);
   bind_dataset(m);
+  bind_train(m);
 }

@@ -8,9 +8,9 @@ __all__ = ["Compose", "TypeCast"]
 
 def _numpy_dtype(data_type):
     """A numpy dtype from a modeflow dtype (ms.int32), a numpy dtype or type, or a name."""
-    name = getattr(data_type, "name", None)
-    if name is not None and type(data_type).__module__.startswith("modeflow"):
-        return np.dtype(name)
+    if type(data_type).__module__.startswith("modeflow"):
+        # modeflow dtypes print as "dtype.int32".
+        return np.dtype(str(data_type).rsplit(".", 1)[-1])
     try:
         return np.dtype(data_type)
     except TypeError:

@@ -36,6 +36,8 @@ from ._modeflow import (  # noqa: F401
 from . import _dynamic, _grad, _indexing, _modeflow
 from . import common, context, device_context, models, nn, onnx, ops, runtime  # noqa: F401
 from . import dataset  # noqa: F401  (MindSpore's mindspore.dataset: docs/datasets.md)
+from . import train  # noqa: F401  (MindSpore's mindspore.train: docs/training.md)
+from .train import Model  # noqa: F401
 from ._grad import ParameterTuple, grad, value_and_grad  # noqa: F401
 from .jit import JitConfig, jit  # noqa: F401
 from .profiler import Profiler  # noqa: F401

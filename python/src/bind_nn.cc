@@ -284,12 +284,14 @@ void bind_cell(py::module_& nn_module) {
                const std::string key = name.cast<std::string>();
                if (key.find('.') != std::string::npos)
                  throw py::value_error("a parameter name cannot contain '.': " + key);
-               auto& python = python_cell(owner, "parameters");
+               const bool requires_grad = value.cast<const Parameter&>().requires_grad;
                if (own_parameter(owner, key)) {
+                 // Any cell's parameter may be replaced (and frozen: requires_grad=False).
                  owner.set_parameter(key, value.cast<const Tensor&>());
+                 owner.set_requires_grad(key, requires_grad);
                } else {
-                 python.add_parameter(key, value.cast<const Tensor&>(),
-                                      value.cast<const Parameter&>().requires_grad);
+                 python_cell(owner, "parameters")
+                     .add_parameter(key, value.cast<const Tensor&>(), requires_grad);
                }
                return;  // not kept in __dict__: __getattr__ reads the cell's current value
              }

@@ -280,8 +280,9 @@ void bind_train(py::module_& m) {
 
   py::class_<nn::WithLossCell, nn::Cell, std::shared_ptr<nn::WithLossCell>>(nn_module,
                                                                             "_WithLossCell")
+      // A Python subclass (a Cell, a LossBase) lives in its Python object: keep both alive.
       .def(py::init<std::shared_ptr<nn::Cell>, std::shared_ptr<nn::Loss>>(), py::arg("backbone"),
-           py::arg("loss_fn"))
+           py::arg("loss_fn"), py::keep_alive<1, 2>(), py::keep_alive<1, 3>())
       .def(
           "__call__",
           [](nn::WithLossCell& self, const Tensor& data, const Tensor& label) {
@@ -296,7 +297,7 @@ void bind_train(py::module_& m) {
   py::class_<nn::TrainOneStepCell, std::shared_ptr<nn::TrainOneStepCell>>(nn_module,
                                                                           "_TrainOneStepCell")
       .def(py::init<std::shared_ptr<nn::WithLossCell>, std::shared_ptr<nn::Optimizer>, double>(),
-           py::arg("network"), py::arg("optimizer"), py::arg("sens") = 1.0)
+           py::arg("network"), py::arg("optimizer"), py::arg("sens") = 1.0, py::keep_alive<1, 2>())
       .def(
           "__call__",
           [](nn::TrainOneStepCell& self, const Tensor& data, const Tensor& label) {

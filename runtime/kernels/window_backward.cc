@@ -122,39 +122,96 @@ void conv2d_backward_weights(const WindowGeometry& g, int64_t out_channels, int6
                });
 }
 
+// The plane offset of the largest input of output (oy, ox)'s window, the first on ties (as the
+// forward picks it); a window of -inf and NaN only gives its first cell; -1 for a window wholly in
+// the padding.
+template <typename T>
+inline int64_t window_argmax(const WindowGeometry& g, const T* in, int64_t oy, int64_t ox) {
+  int64_t first = -1, best = -1;
+  for (int64_t i = 0; i < g.kh; ++i) {
+    const int64_t iy = oy * g.sh - g.top + i;
+    if (iy < 0 || iy >= g.h) continue;
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const int64_t ix = ox * g.sw - g.left + j;
+      if (ix < 0 || ix >= g.w) continue;
+      const int64_t at = iy * g.w + ix;
+      if (first < 0) first = at;
+      if (best < 0 ? in[at] > -std::numeric_limits<T>::infinity() : in[at] > in[best]) best = at;
+    }
+  }
+  return best >= 0 ? best : first;
+}
+
+// window_argmax for windows wholly inside the plane, each output's gradient stored at its argmax:
+// KH, KW fix the window's size at compile time (0: g's).
+template <typename T, int KH, int KW>
+void store_at_argmax(const WindowGeometry& g, const T* in, const T* grad, T* out) {
+  const int64_t kh = KH > 0 ? KH : g.kh, kw = KW > 0 ? KW : g.kw;
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    for (int64_t ox = 0; ox < g.ow; ++ox) {
+      const int64_t base = oy * g.sh * g.w + ox * g.sw;
+      int64_t best = -1;
+      for (int64_t i = 0; i < kh; ++i) {
+        for (int64_t j = 0; j < kw; ++j) {
+          const int64_t at = base + i * g.w + j;
+          if (best < 0 ? in[at] > -std::numeric_limits<T>::infinity() : in[at] > in[best]) {
+            best = at;
+          }
+        }
+      }
+      out[best >= 0 ? best : base] = grad[oy * g.ow + ox];
+    }
+  }
+}
+
 template <typename T>
 void max_pool2d_backward(const WindowGeometry& g, const T* x, const T* dy, T* dx) {
   const int64_t plane = g.h * g.w, out_plane = g.oh * g.ow;
-  parallel_for(
-      g.batch * g.channels, planes_per_chunk(plane + out_plane * g.kh * g.kw),
-      [&](int64_t begin, int64_t end) {
-        std::vector<double> acc(plane);
-        for (int64_t p = begin; p < end; ++p) {
-          const T* in = x + p * plane;
-          std::fill(acc.begin(), acc.end(), 0.0);
-          for (int64_t oy = 0; oy < g.oh; ++oy) {
-            for (int64_t ox = 0; ox < g.ow; ++ox) {
-              int64_t first = -1, best = -1;
-              for (int64_t i = 0; i < g.kh; ++i) {
-                const int64_t iy = oy * g.sh - g.top + i;
-                if (iy < 0 || iy >= g.h) continue;
-                for (int64_t j = 0; j < g.kw; ++j) {
-                  const int64_t ix = ox * g.sw - g.left + j;
-                  if (ix < 0 || ix >= g.w) continue;
-                  const int64_t at = iy * g.w + ix;
-                  if (first < 0) first = at;
-                  if (best < 0 ? in[at] > -std::numeric_limits<T>::infinity() : in[at] > in[best]) {
-                    best = at;
-                  }
-                }
-              }
-              const int64_t to = best >= 0 ? best : first;
-              if (to >= 0) acc[to] += static_cast<double>(dy[p * out_plane + oy * g.ow + ox]);
-            }
-          }
-          std::copy(acc.begin(), acc.end(), dx + p * plane);
-        }
-      });
+  // Windows that never overlap (stride >= kernel, as in most networks): each input takes at most
+  // one window's gradient, so it is stored, not summed (the same bits as the sum of one term).
+  if (g.sh >= g.kh && g.sw >= g.kw) {
+    // Every window wholly inside the input (no padding reached): no bounds checks.
+    const bool inside = g.top == 0 && g.left == 0 && (g.oh - 1) * g.sh + g.kh <= g.h &&
+                        (g.ow - 1) * g.sw + g.kw <= g.w;
+    parallel_for(g.batch * g.channels, planes_per_chunk(plane + out_plane * g.kh * g.kw),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t p = begin; p < end; ++p) {
+                     const T* in = x + p * plane;
+                     T* out = dx + p * plane;
+                     std::fill(out, out + plane, T(0));
+                     const T* grad = dy + p * out_plane;
+                     if (inside && g.kh == 2 && g.kw == 2) {
+                       store_at_argmax<T, 2, 2>(g, in, grad, out);
+                     } else if (inside) {
+                       store_at_argmax<T, 0, 0>(g, in, grad, out);
+                     } else {
+                       for (int64_t oy = 0; oy < g.oh; ++oy) {
+                         for (int64_t ox = 0; ox < g.ow; ++ox) {
+                           const int64_t to = window_argmax(g, in, oy, ox);
+                           if (to >= 0) out[to] = grad[oy * g.ow + ox];
+                         }
+                       }
+                     }
+                   }
+                 });
+    return;
+  }
+  parallel_for(g.batch * g.channels, planes_per_chunk(plane + out_plane * g.kh * g.kw),
+               [&](int64_t begin, int64_t end) {
+                 std::vector<double> acc(plane);
+                 for (int64_t p = begin; p < end; ++p) {
+                   const T* in = x + p * plane;
+                   std::fill(acc.begin(), acc.end(), 0.0);
+                   for (int64_t oy = 0; oy < g.oh; ++oy) {
+                     for (int64_t ox = 0; ox < g.ow; ++ox) {
+                       const int64_t to = window_argmax(g, in, oy, ox);
+                       if (to >= 0)
+                         acc[to] += static_cast<double>(dy[p * out_plane + oy * g.ow + ox]);
+                     }
+                   }
+                   std::copy(acc.begin(), acc.end(), dx + p * plane);
+                 }
+               });
 }
 
 template <typename T>

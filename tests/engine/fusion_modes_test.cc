@@ -49,7 +49,7 @@ const std::map<std::string, std::array<int, 3>>& expected_fused_kernels() {
       {"mlp", {2, 3, 3}},         {"cnn", {4, 5, 5}},           {"transformer", {0, 6, 6}},
       {"elementwise", {1, 1, 1}}, {"clamp_chain", {1, 1, 1}},   {"layernorm", {0, 0, 0}},
       {"softmax", {0, 0, 0}},     {"layernorm_ops", {3, 3, 1}}, {"softmax_ops", {1, 1, 1}},
-      {"chain", {5, 5, 5}},
+      {"chain", {5, 5, 5}},       {"lenet5", {4, 5, 5}},
   };
   return table;
 }

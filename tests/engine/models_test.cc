@@ -68,7 +68,7 @@ INSTANTIATE_TEST_SUITE_P(AllNets, ModelsTest,
                                            "softmax_ops", "chain"));
 
 TEST_F(EngineTest, TheRegistryListsEveryNetworkAndRejectsUnknownNames) {
-  EXPECT_EQ(models::all_nets().size(), 10u);
+  EXPECT_EQ(models::all_nets().size(), 11u);
   try {
     models::find_net("resnet");
     FAIL();

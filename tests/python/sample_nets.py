@@ -116,6 +116,29 @@ class Chain(nn.Cell):
         return y
 
 
+class LeNet5(nn.Cell):
+    def __init__(self, seed):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5, pad_mode="valid", has_bias=True, seed=seed * 64 + 1)
+        self.relu1 = nn.ReLU()
+        self.pool1 = nn.MaxPool2d(2, 2)
+        self.conv2 = nn.Conv2d(6, 16, 5, pad_mode="valid", has_bias=True, seed=seed * 64 + 2)
+        self.relu2 = nn.ReLU()
+        self.pool2 = nn.MaxPool2d(2, 2)
+        self.flatten = nn.Flatten()
+        self.fc1 = nn.Dense(400, 120, seed=seed * 64 + 3)
+        self.relu3 = nn.ReLU()
+        self.fc2 = nn.Dense(120, 84, seed=seed * 64 + 4)
+        self.relu4 = nn.ReLU()
+        self.fc3 = nn.Dense(84, 10, seed=seed * 64 + 5)
+
+    def construct(self, x):
+        for layer in (self.conv1, self.relu1, self.pool1, self.conv2, self.relu2, self.pool2,
+                      self.flatten, self.fc1, self.relu3, self.fc2, self.relu4, self.fc3):
+            x = layer(x)
+        return x
+
+
 # name -> a function of the seed that builds the Python twin.
 TWINS = {
     "mlp": Mlp,
@@ -128,4 +151,5 @@ TWINS = {
     "softmax_ops": lambda seed: SoftmaxOpsNet(),
     "layernorm_ops": LayerNormOpsNet,
     "chain": Chain,
+    "lenet5": LeNet5,
 }

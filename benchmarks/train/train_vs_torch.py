@@ -2,9 +2,10 @@
 recipe on Fashion-MNIST, and the time of a training step, side by side in one run.
 
 1. Parity: mlp (784-128-10) and LeNet5 start from the same weights (modeflow's, copied) and take
-   ten steps on the same Fashion-MNIST batches with SGD, Momentum and Adam (epsilon 0, where
-   MindSpore's and PyTorch's formulas agree); the largest weight difference relative to the
-   weight's largest magnitude (the issue asks for 1e-5).
+   ten steps on the same Fashion-MNIST batches with SGD, Momentum and Adam (epsilon 1e-30:
+   MindSpore's and PyTorch's formulas agree when epsilon is negligible, and 0 would divide 0 by 0
+   for the weights of always-black border pixels, NaN in both engines); the largest weight
+   difference relative to the weight's largest magnitude (the issue asks for 1e-5).
 2. Accuracy: LeNet5 with Momentum(0.01, 0.9), batch 64, 3 epochs, and the MLP with
    Momentum(0.05, 0.9), 2 epochs; same initial weights and batch order in modeflow (GRAPH O1 and
    PYNATIVE) and PyTorch; test accuracy after each epoch.
@@ -98,8 +99,8 @@ def make_optimizers(kind, ms_params, torch_params, lr):
     if kind == "momentum":
         return (nn.Momentum(ms_params, learning_rate=lr, momentum=0.9),
                 torch.optim.SGD(torch_params, lr=lr, momentum=0.9))
-    return (nn.Adam(ms_params, learning_rate=lr, eps=0.0),
-            torch.optim.Adam(torch_params, lr=lr, eps=0.0))
+    return (nn.Adam(ms_params, learning_rate=lr, eps=1e-30),
+            torch.optim.Adam(torch_params, lr=lr, eps=1e-30))
 
 
 class Pair:
@@ -132,7 +133,10 @@ class Pair:
         worst = 0.0
         for n, v in self.net.parameters_and_names():
             w = self.tparams[n].detach().numpy()
-            worst = max(worst, float(np.abs(v.asnumpy() - w).max()) / float(np.abs(w).max()))
+            diff = float(np.abs(v.asnumpy() - w).max()) / float(np.abs(w).max())
+            worst = max(worst, diff) if np.isfinite(diff) else float("nan")
+            if not np.isfinite(worst):
+                return worst
         return worst
 
     def ms_accuracy(self, x, y):

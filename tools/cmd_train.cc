@@ -165,11 +165,11 @@ void train(const TrainOptions& o) {
       graph ? "GRAPH_MODE" : "PYNATIVE_MODE", o.optimizer.c_str(), o.lr, (long long)o.batch,
       o.epochs, (long long)per_epoch);
   const bool tty = isatty(fileno(stdout)) != 0;
-  LossCurve curve{spec.name + " on Fashion-MNIST, " + o.optimizer + " lr " + std::to_string(o.lr) +
-                      (graph ? ", GRAPH_MODE" : ", PYNATIVE_MODE"),
-                  {},
-                  {},
-                  {}};
+  char lr_text[32];
+  std::snprintf(lr_text, sizeof(lr_text), "%g", o.lr);
+  LossCurve curve;
+  curve.title = spec.name + " on Fashion-MNIST, " + o.optimizer + " lr " + lr_text +
+                (graph ? ", GRAPH_MODE" : ", PYNATIVE_MODE");
   const int64_t total = per_epoch * o.epochs;
   const auto run_start = Clock::now();
   size_t step_peak = 0;

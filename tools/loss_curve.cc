@@ -6,34 +6,9 @@
 
 #include "base/error.h"
 #include "base/file_reader.h"
+#include "tools/bench/report.h"
 
 namespace mf::tools {
-namespace {
-
-std::string escape_xml(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 void write_loss_curve_svg(const LossCurve& curve, const std::filesystem::path& file) {
   constexpr double kWidth = 720, kHeight = 360, kLeft = 60, kRight = 60, kTop = 40, kBottom = 40;
@@ -54,7 +29,7 @@ void write_loss_curve_svg(const LossCurve& curve, const std::filesystem::path& f
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
       << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-      << "<text x=\"" << kLeft << "\" y=\"24\" font-size=\"14\">" << escape_xml(curve.title)
+      << "<text x=\"" << kLeft << "\" y=\"24\" font-size=\"14\">" << bench::xml_escape(curve.title)
       << "</text>\n"
       << "<line x1=\"" << kLeft << "\" y1=\"" << kTop + plot_h << "\" x2=\"" << kLeft + plot_w
       << "\" y2=\"" << kTop + plot_h << "\" stroke=\"black\"/>\n"

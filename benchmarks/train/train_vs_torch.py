@@ -23,7 +23,6 @@ Not part of the build or the tests. Run with Debian's python3, alone on the mach
 import argparse
 import importlib.util
 import os
-import statistics
 import sys
 import time
 
@@ -199,17 +198,6 @@ def accuracy(train, test):
     ms.reset_context()
 
 
-def median_ms(fn, iters):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(iters):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
-
-
 def step_times(iters):
     print("\ntraining step, median ms (ratio to PyTorch):\n")
     print("| network | batch | PyTorch | modeflow GRAPH O1 | modeflow PYNATIVE |")
@@ -229,7 +217,7 @@ def step_times(iters):
             step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()),
                                        nn.SGD(net.trainable_params(), learning_rate=1e-3))
             xt = ms.Tensor(x)
-            times[label] = median_ms(lambda: step(xt, y).asnumpy(), iters)
+            times[label] = _grad_bench.median_ms(lambda: step(xt, y).asnumpy(), iters)
         params = {n: torch.tensor(v.asnumpy(), requires_grad=True)
                   for n, v in ms.models.load(name).parameters_and_names()}
         opt = torch.optim.SGD(list(params.values()), lr=1e-3)
@@ -241,7 +229,7 @@ def step_times(iters):
             F.mse_loss(out, torch.zeros_like(out)).backward()
             opt.step()
 
-        times["torch"] = median_ms(torch_step, iters)
+        times["torch"] = _grad_bench.median_ms(torch_step, iters)
         print(f"| {name} | {batch} | {times['torch']:.3g} | {times['graph']:.3g} "
               f"({times['graph'] / times['torch']:.2f}x) | {times['pynative']:.3g} "
               f"({times['pynative'] / times['torch']:.2f}x) |", flush=True)

@@ -19,6 +19,13 @@ std::string ratio_text(const std::optional<double>& ratio) {
   return ratio ? format("%.2fx", *ratio) : std::string("-");
 }
 
+template <typename T>
+void add_unique(std::vector<T>& values, const T& value) {
+  if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
+}
+
+}  // namespace
+
 std::string xml_escape(const std::string& text) {
   std::string out;
   for (char c : text) {
@@ -41,13 +48,6 @@ std::string xml_escape(const std::string& text) {
   }
   return out;
 }
-
-template <typename T>
-void add_unique(std::vector<T>& values, const T& value) {
-  if (std::find(values.begin(), values.end(), value) == values.end()) values.push_back(value);
-}
-
-}  // namespace
 
 std::string BenchCell::config() const {
   return "fusion=" + std::to_string(fusion) + " jit=" + jit + " threads=" + std::to_string(threads);

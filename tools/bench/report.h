@@ -57,5 +57,7 @@ void write_json(const BenchResult& result, std::ostream& out);
 // Grouped bars, one group per net and one bar per configuration, height = fraction of roofline;
 // legend, axis labels and a dashed line at 1.0. Every bar is a <rect class="bar"> with a <title>.
 void write_svg(const BenchResult& result, std::ostream& out);
+// Text escaped for SVG/XML content and attribute values.
+std::string xml_escape(const std::string& text);
 
 }  // namespace mf::tools::bench

@@ -122,9 +122,9 @@ uint64_t GradTape::track(const Tensor& t) {
 }
 
 void GradTape::watch(const Tensor& t, std::string_view what) {
-  MF_CHECK(t.defined(), InvalidArgument, "cannot take the gradient of ", what,
+  MF_CHECK(t.defined(), InvalidArgument, "cannot take the gradient of ", echo(what),
            ": the tensor is undefined");
-  MF_CHECK(ir::is_floating(t.dtype()), InvalidArgument, "cannot take the gradient of ", what,
+  MF_CHECK(ir::is_floating(t.dtype()), InvalidArgument, "cannot take the gradient of ", echo(what),
            " of type ", ir::type_to_string(t.type()), ": only floating tensors have gradients");
   if (id_of(t) == 0) track(t);
 }

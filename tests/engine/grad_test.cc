@@ -342,3 +342,32 @@ TEST_F(GradDumpTest, TheDifferentiatedGraphIsDumpedWithGradientScopes) {
 
 }  // namespace
 }  // namespace mf
+
+namespace mf {
+namespace {
+
+class GradZeroBatchTest : public testing::EngineTest {};
+
+// A batch of 0: every gradient has its tensor's shape, the weights' are zeros (a sum over no
+// samples), in both modes.
+TEST_F(GradZeroBatchTest, AnEmptyBatchGivesEmptyAndZeroGradients) {
+  for (const char* mode : {"PYNATIVE_MODE", "GRAPH_MODE"}) {
+    context::reset();
+    context::set({{"mode", mode}});
+    models::Mlp net({6, 5, 3}, 1);
+    GradSpec spec;
+    for (const auto& [name, tensor] : net.named_parameters()) spec.weights.push_back(tensor);
+    GradFunction grad = value_and_grad(net, spec);
+    const Gradients g = grad(Tensor::zeros({0, 6}));
+    EXPECT_EQ(g.value.shape(), (Shape{0, 3})) << mode;
+    EXPECT_EQ(g.input.shape(), (Shape{0, 6})) << mode;
+    ASSERT_EQ(g.weights.size(), spec.weights.size());
+    for (size_t i = 0; i < g.weights.size(); ++i) {
+      EXPECT_EQ(g.weights[i].shape(), spec.weights[i].shape()) << mode << " " << i;
+      for (double v : g.weights[i].to_doubles()) EXPECT_EQ(v, 0.0) << mode << " " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mf

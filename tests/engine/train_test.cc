@@ -128,7 +128,9 @@ TEST_F(LossTest, BadLabelsAreClearErrorsNamingTheLoss) {
       "MSELoss: labels");
   expect_error_contains([&] { nn::parse_reduction("avg", "L1Loss"); },
                         "L1Loss: reduction must be 'none', 'mean' or 'sum'");
-  expect_error_contains([&] { nn::CrossEntropyLoss({.label_smoothing = 1.5}); }, "label_smoothing");
+  nn::CrossEntropyOptions too_smooth;
+  too_smooth.label_smoothing = 1.5;
+  expect_error_contains([&] { nn::CrossEntropyLoss{too_smooth}; }, "label_smoothing");
 }
 
 // ---- Optimizers against their formulas in double
@@ -424,6 +426,21 @@ TEST_F(TrainStepTest, ALabelOfAnotherDtypeCompilesAgainInsteadOfMisbinding) {
   EXPECT_EQ(as_int32, as_int64);
   EXPECT_FALSE(with_loss(x, y).to_doubles().empty());
   EXPECT_FALSE(with_loss.graph_report().compiled);  // the int32 form is still held
+}
+
+TEST_F(TrainStepTest, AnEmptyBatchLeavesTheWeightsInBothModes) {
+  for (const char* mode : {"PYNATIVE_MODE", "GRAPH_MODE"}) {
+    context::reset();
+    context::set({{"mode", mode}});
+    auto net = std::make_shared<models::Mlp>(std::vector<int64_t>{8, 4}, 3);
+    const auto before = net->named_parameters().front().second.to_doubles();
+    auto with_loss = std::make_shared<nn::WithLossCell>(
+        net, std::make_shared<nn::SoftmaxCrossEntropyWithLogits>(true, Reduction::kSum));
+    nn::TrainOneStepCell step(with_loss, std::make_shared<nn::Adam>(nn::trainable_group(*net)));
+    const Tensor loss = step(Tensor::zeros({0, 8}), Tensor::zeros({0}, DType::kInt32));
+    EXPECT_EQ(loss.to_doubles().at(0), 0.0) << mode;  // a sum over no samples
+    EXPECT_EQ(net->named_parameters().front().second.to_doubles(), before) << mode;
+  }
 }
 
 TEST_F(TrainStepTest, InferBoostSeesWeightsAStepWroteInPlace) {

@@ -9,6 +9,10 @@ recipe on Fashion-MNIST, and the time of a training step, side by side in one ru
 2. Accuracy: LeNet5 with Momentum(0.01, 0.9), batch 64, 3 epochs, and the MLP with
    Momentum(0.05, 0.9), 2 epochs; same initial weights and batch order in modeflow (GRAPH O1 and
    PYNATIVE) and PyTorch; test accuracy after each epoch.
+4. Memory: each engine's training step in a process of its own. With the network, its weights,
+   the optimizer and the input built, the peak resident set is reset (/proc/self/clear_refs); the
+   step's memory is the highest resident set over 25 steps above the resident set before them:
+   activations, gradients, workspaces, allocator caches and, in GRAPH mode, the compiled graph.
 3. Time: the median training step (forward, loss, backward, update) of LeNet5 (batch 64), the
    sample mlp (784-512-512-10, batch 64) and the sample transformer (batch 8, MSE to zeros) in
    PyTorch, modeflow GRAPH O1 and PYNATIVE.
@@ -236,22 +240,94 @@ def step_times(iters):
     ms.reset_context()
 
 
+def _rss_kib(field):
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field):
+                return int(line.split()[1])
+    raise RuntimeError(field + " missing from /proc/self/status")
+
+
+def step_peak_kib(engine, name, batch):
+    """Run in a child process: the peak resident set a training step adds, in KiB."""
+    x = ms.models.make_input(name).asnumpy()
+    x = np.ascontiguousarray(np.concatenate([x] * (batch // x.shape[0] + 1))[:batch])
+    if engine == "torch":
+        fn = {"lenet5": torch_lenet5, "mlp": _grad_bench.torch_mlp,
+              "transformer": _grad_bench.torch_transformer}[name]
+        params = {n: torch.tensor(v.asnumpy(), requires_grad=True)
+                  for n, v in ms.models.load(name).parameters_and_names()}
+        opt = torch.optim.SGD(list(params.values()), lr=1e-3)
+        xt = torch.from_numpy(x.copy())
+        with torch.no_grad():
+            fn(params, xt)  # as modeflow's side runs the network once for the label's shape
+
+        def step():
+            opt.zero_grad()
+            out = fn(params, xt)
+            F.mse_loss(out, torch.zeros_like(out)).backward()
+            opt.step()
+    else:
+        ms.set_context(mode=ms.GRAPH_MODE if engine == "graph" else ms.PYNATIVE_MODE,
+                       jit_config={"jit_level": "O1"})
+        net = ms.models.load(name)
+        y = ms.Tensor(np.zeros(net(ms.Tensor(x)).shape, np.float32))
+        train_step = nn.TrainOneStepCell(nn.WithLossCell(net, nn.MSELoss()),
+                                         nn.SGD(net.trainable_params(), learning_rate=1e-3))
+        xt = ms.Tensor(x)
+
+        def step():
+            train_step(xt, y).asnumpy()
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")
+    before = _rss_kib("VmRSS:")
+    for _ in range(25):
+        step()
+    return _rss_kib("VmHWM:") - before
+
+
+def step_memory():
+    import subprocess
+    print("\ntraining step peak memory above the resident set before the first step, MiB:\n")
+    print("| network | batch | PyTorch | modeflow GRAPH O1 | modeflow PYNATIVE |")
+    print("|---|---:|---:|---:|---:|")
+    for name, batch in (("lenet5", 64), ("mlp", 64), ("transformer", 8)):
+        row = {}
+        for engine in ("torch", "graph", "pynative"):
+            out = subprocess.run([sys.executable, __file__, "--peak-of", engine, name, str(batch)],
+                                 capture_output=True, text=True, check=True).stdout
+            row[engine] = int(out.strip().splitlines()[-1]) / 1024
+        print(f"| {name} | {batch} | {row['torch']:.1f} | {row['graph']:.1f} | "
+              f"{row['pynative']:.1f} |", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--skip-accuracy", action="store_true")
     parser.add_argument("--only-times", action="store_true")
+    parser.add_argument("--only-memory", action="store_true")
+    parser.add_argument("--peak-of", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.peak_of:
+        torch.set_num_threads(args.threads)
+        ms.set_context(runtime_num_threads=args.threads)
+        print(step_peak_kib(args.peak_of[0], args.peak_of[1], int(args.peak_of[2])))
+        return
     torch.set_num_threads(args.threads)
     ms.set_context(runtime_num_threads=args.threads)
     print(f"PyTorch {torch.__version__} on {_grad_bench.blas_name()}, {args.threads} threads\n")
+    if args.only_memory:
+        step_memory()
+        return
     if not args.only_times:
         train, test = load_fashion()
         parity(train)
         if not args.skip_accuracy:
             accuracy(train, test)
     step_times(args.iters)
+    step_memory()
 
 
 if __name__ == "__main__":

@@ -456,4 +456,14 @@ size_t Graph::erase_subgraphs_if(const std::function<bool(const Graph&)>& dead) 
   return before - subgraphs_.size();
 }
 
+bool writes_inputs(const Graph& graph) {
+  for (const Node& node : graph.nodes()) {
+    if (node.def() != nullptr && node.def()->has(Trait::kWritesInput)) return true;
+  }
+  for (const Graph* sub : graph.subgraphs()) {
+    if (writes_inputs(*sub)) return true;
+  }
+  return false;
+}
+
 }  // namespace mf::ir

@@ -296,4 +296,7 @@ class Graph {
 // True when `name` may be printed bare as a parameter or graph name.
 bool is_valid_ir_name(std::string_view name);
 
+// True when a node of `graph` or of a subgraph writes an input in place (Trait::kWritesInput).
+bool writes_inputs(const Graph& graph);
+
 }  // namespace mf::ir

@@ -52,6 +52,8 @@ enum class Trait : uint32_t {
   kNoGradient =
       1u << 12,  // not differentiable: no gradient flows through its outputs (comparisons,
                  // stop_gradient, print); other float ops need a backward rule
+  kWritesInput = 1u << 13,  // writes input 0's bytes in place (assign): its tensor is a
+                            // variable; callers mark that buffer written after the op runs
 };
 constexpr Trait operator|(Trait a, Trait b) {
   return Trait(uint32_t(a) | uint32_t(b));

@@ -28,8 +28,8 @@ struct BatchOptions {
   bool shuffle = false;
   uint64_t seed = 0;  // with shuffle: the same seed, the same order of every epoch, everywhere
   // Both or neither; 0 <= shard_id < num_shards.
-  std::optional<int64_t> num_shards;
-  std::optional<int64_t> shard_id;
+  std::optional<int64_t> num_shards = std::nullopt;
+  std::optional<int64_t> shard_id = std::nullopt;
 };
 
 // A permutation of 0..n-1 drawn from (seed, epoch); identical on every platform.

@@ -62,6 +62,12 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
 
   // Where the values live between eager ops: a convolution may leave its output channels-last
   // for the next one, and what cannot read that order gets a plain copy first.
+  const bool writes_input = def.has(ir::Trait::kWritesInput);
+  if (writes_input && inputs[0].impl()->channels_last) {
+    // The op writes the variable's own bytes: they are made plain first (a sync point).
+    Tensor variable = inputs[0];
+    variable.mutable_raw_data();
+  }
   std::vector<bool> channels_last(inputs.size(), false);
   bool any_channels_last = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -112,6 +118,8 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
   if (given_up != nullptr) given_up->clear();
   submit_kernel(def, std::move(attrs), std::move(in), std::move(out), policy->deterministic.value,
                 runtime::TaskInfo{std::string(op), current_scope(), where});
+  // What a kernel derived from the variable's bytes (keyed by their version) is stale now.
+  if (writes_input && inputs[0].impl()->buffer) inputs[0].impl()->buffer->mark_written();
   return outputs;
 }
 

@@ -385,6 +385,16 @@ std::vector<runtime::TensorArg> run(CompiledNetwork& network,
       throw;
     }
     recorder.on_success();
+    // A variable written in place (a moving statistic): what kernels derived from the bytes of
+    // the bound inputs, keyed by their version, is stale.
+    if (network.writes_inputs < 0) {
+      network.writes_inputs = ir::writes_inputs(*network.compiled.graph) ? 1 : 0;
+    }
+    if (network.writes_inputs == 1) {
+      for (const runtime::TensorArg& input : inputs) {
+        if (input.buffer) input.buffer->mark_written();
+      }
+    }
     return outputs;
   };
   if (!network.recovery) return attempt();

@@ -60,6 +60,9 @@ struct CompiledNetwork {
   // jit_config.infer_boost=on: the weights compiled in as constants
   // (engine/graph/freeze_weights.h); a run binding other weight tensors needs another compile.
   FrozenWeights frozen_weights;
+  // 1 when a node writes an input in place (assign): after each run every bound input's buffer is
+  // marked written; -1 until the first run looks.
+  int writes_inputs = -1;
 };
 
 // Finds the tensor of a weight parameter (an undefined Tensor: not known, stays bound at run time).

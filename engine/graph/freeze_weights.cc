@@ -32,6 +32,8 @@ std::vector<Tensor> current_weights(const ir::Graph& graph,
 FrozenWeights freeze_weights(ir::Graph& graph,
                              const std::function<Tensor(const ir::Parameter&)>& weight_of) {
   FrozenWeights frozen;
+  // A graph that writes its variables (a batch norm training) keeps every weight bound.
+  if (ir::writes_inputs(graph)) return frozen;
   for (size_t i = 0; i < graph.num_parameters(); ++i) {
     ir::Parameter* p = graph.parameter(i);
     if (!p->is_weight()) continue;

@@ -396,15 +396,24 @@ std::vector<ir::TensorType> weight_types_now(nn::Cell& cell, const std::vector<B
 }
 }  // namespace
 
+namespace {
+std::vector<bool> training_now(const nn::Cell& cell) {
+  std::vector<bool> out{cell.training()};
+  for (const auto& [path, child] : cell.named_descendants()) out.push_back(child->training());
+  return out;
+}
+}  // namespace
+
 void WeightTypes::record(nn::Cell& cell, const std::vector<Binding>& bindings) {
-  checked_generation = nn::Cell::retype_generation();
+  checked_generation = nn::Cell::trace_state_generation();
   types = weight_types_now(cell, bindings);
+  training = training_now(cell);
 }
 
 bool WeightTypes::still_fit(nn::Cell& cell, const std::vector<Binding>& bindings) {
-  const uint64_t now = nn::Cell::retype_generation();
+  const uint64_t now = nn::Cell::trace_state_generation();
   if (now == checked_generation) return true;
-  if (weight_types_now(cell, bindings) != types) return false;
+  if (weight_types_now(cell, bindings) != types || training_now(cell) != training) return false;
   checked_generation = now;
   return true;
 }

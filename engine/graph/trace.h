@@ -37,11 +37,13 @@ struct Binding {
 // PYNATIVE work that produces any of them.
 std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
                                             const Tensor& x);
-// The weight types a compiled form was traced with. A cell may retype a parameter it owns (a loss
-// cell's labels of another batch size: Cell::replace_parameter); a form is only valid for the
-// types it was traced with. Checking is free while no parameter anywhere was retyped since.
+// What a compiled form was traced with besides its input: the weights' types (a loss cell's labels
+// of another batch size: Cell::replace_parameter) and every cell's training mode (a batch norm
+// traces differently). A form is only valid for those. Checking is free while no parameter
+// anywhere was retyped and no mode changed since.
 struct WeightTypes {
   std::vector<ir::TensorType> types;
+  std::vector<bool> training;  // the cell's, then its descendants' in named_descendants order
   uint64_t checked_generation = 0;
   // Records the types `bindings` bind now.
   void record(nn::Cell& cell, const std::vector<Binding>& bindings);

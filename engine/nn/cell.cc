@@ -185,7 +185,12 @@ Cell* Cell::owner_of(const std::string& dotted_name, std::string& leaf) {
   return nullptr;
 }
 
+namespace {
+std::atomic<uint64_t> trace_state_changes{0};
+}  // namespace
+
 void Cell::set_train(bool mode) {
+  if (training_ != mode) trace_state_changes.fetch_add(1, std::memory_order_acq_rel);
   training_ = mode;
   for (auto& [name, child] : children_) child->set_train(mode);
 }
@@ -204,18 +209,14 @@ void Cell::set_requires_grad(const std::string& dotted_name, bool requires_grad)
           "'; named_parameters() lists them");
 }
 
-namespace {
-std::atomic<uint64_t> retypes{0};
-}  // namespace
-
-uint64_t Cell::retype_generation() {
-  return retypes.load(std::memory_order_acquire);
+uint64_t Cell::trace_state_generation() {
+  return trace_state_changes.load(std::memory_order_acquire);
 }
 
 void Cell::replace_parameter(const std::string& name, const Tensor& value) {
   for (auto& [existing, tensor] : parameters_) {
     if (existing == name) {
-      if (!(tensor.type() == value.type())) retypes.fetch_add(1, std::memory_order_acq_rel);
+      if (!(tensor.type() == value.type())) trace_state_changes.fetch_add(1, std::memory_order_acq_rel);
       tensor = value;
       return;
     }

@@ -106,8 +106,9 @@ class Cell {
   void replace_parameter(const std::string& name, const Tensor& value);
 
  public:
-  // Grows whenever replace_parameter changes a parameter's type anywhere.
-  static uint64_t retype_generation();
+  // Grows whenever what a trace depends on besides the input changes anywhere: replace_parameter
+  // retypes a parameter, set_train changes a cell's mode.
+  static uint64_t trace_state_generation();
 
  protected:
   template <typename C>

@@ -175,6 +175,61 @@ Tensor LayerNorm::forward(const Tensor& x) {
   return ops::layer_norm(x, gamma_, beta_, -1, epsilon_);
 }
 
+BatchNorm2d::BatchNorm2d(int64_t num_features, BatchNormConfig config)
+    : Cell("BatchNorm2d"),
+      features_(num_features),
+      config_(config),
+      gamma_(register_parameter("gamma", Tensor::ones({std::max<int64_t>(num_features, 0)}),
+                                config.affine)),
+      beta_(register_parameter("beta", Tensor::zeros({std::max<int64_t>(num_features, 0)}),
+                               config.affine)),
+      moving_mean_(register_parameter("moving_mean",
+                                      Tensor::zeros({std::max<int64_t>(num_features, 0)}), false)),
+      moving_variance_(register_parameter(
+          "moving_variance", Tensor::ones({std::max<int64_t>(num_features, 0)}), false)) {
+  MF_CHECK(num_features >= 1, InvalidArgument, "BatchNorm2d: num_features must be at least 1, got ",
+           num_features);
+  MF_CHECK(config.eps > 0 && std::isfinite(config.eps), InvalidArgument,
+           "BatchNorm2d: eps must be a positive number, got ", config.eps);
+  MF_CHECK(config.momentum >= 0 && config.momentum <= 1, InvalidArgument,
+           "BatchNorm2d: momentum must be in [0, 1], got ", config.momentum);
+}
+
+Tensor BatchNorm2d::forward(const Tensor& x) {
+  MF_CHECK(x.shape().size() == 4 && x.shape()[1] == features_ && ir::is_floating(x.dtype()),
+           InvalidArgument, "BatchNorm2d(", features_, ") takes a float (N, ", features_,
+           ", H, W) input, got ", ir::type_to_string(x.type()));
+  if (!config_.use_batch_statistics.value_or(training())) {
+    return ops::batch_norm(x, gamma_, beta_, moving_mean_, moving_variance_, config_.eps);
+  }
+  const Shape& s = x.shape();
+  const int64_t count = s[0] * s[2] * s[3];
+  MF_CHECK(count > 1, InvalidArgument,
+           "BatchNorm2d in training needs more than one value per "
+           "channel to compute a variance, got input ",
+           ir::type_to_string(x.type()));
+  const DType t = x.dtype();
+  auto per_channel = [&](const Tensor& v) { return ops::reshape(v, {1, features_, 1, 1}); };
+  const Tensor mean = ops::reduce_mean(x, {0, 2, 3}, true);
+  const Tensor centered = ops::sub(x, mean);
+  const Tensor variance = ops::reduce_mean(ops::square(centered), {0, 2, 3}, true);
+  const Tensor inv_std = ops::rsqrt(ops::add(variance, ops::scalar(config_.eps, t)));
+  const Tensor y =
+      ops::add(ops::mul(ops::mul(centered, inv_std), per_channel(gamma_)), per_channel(beta_));
+  if (training()) {
+    const double m = config_.momentum;
+    const Tensor batch_mean = ops::reshape(mean, {features_});
+    const Tensor unbiased = ops::mul(ops::reshape(variance, {features_}),
+                                     ops::scalar(double(count) / double(count - 1), t));
+    const Tensor keep = ops::scalar(m, t), take = ops::scalar(1 - m, t);
+    ops::call("assign",
+              {moving_mean_, ops::add(ops::mul(moving_mean_, keep), ops::mul(batch_mean, take))});
+    ops::call("assign", {moving_variance_,
+                         ops::add(ops::mul(moving_variance_, keep), ops::mul(unbiased, take))});
+  }
+  return y;
+}
+
 MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, uint64_t seed)
     : Cell("MultiHeadAttention"),
       d_model_(d_model),

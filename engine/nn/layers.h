@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -99,6 +100,30 @@ class LayerNorm : public Cell {
   double epsilon_;
   Tensor& gamma_;
   Tensor& beta_;
+};
+
+// MindSpore's BatchNorm2d over (N, C, H, W). Training (set_train): normalizes with the batch's
+// mean and biased variance and updates the moving statistics, moving = momentum * moving +
+// (1 - momentum) * batch (MindSpore's convention: momentum weighs the old value; the variance is
+// the unbiased one), in place through the assign op in both modes. Otherwise: the moving
+// statistics. gamma and beta train; moving_mean and moving_variance do not (requires_grad false).
+struct BatchNormConfig {
+  double eps = 1e-5;
+  double momentum = 0.9;  // in [0, 1]
+  bool affine = true;     // false: gamma and beta stay 1 and 0 and do not train
+  // Whether to normalize with batch statistics: empty follows training(), as MindSpore's None.
+  std::optional<bool> use_batch_statistics = std::nullopt;
+};
+class BatchNorm2d : public Cell {
+ public:
+  // InvalidArgument for num_features < 1, eps <= 0 or momentum outside [0, 1].
+  explicit BatchNorm2d(int64_t num_features, BatchNormConfig config = {});
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  int64_t features_;
+  BatchNormConfig config_;
+  Tensor &gamma_, &beta_, &moving_mean_, &moving_variance_;
 };
 
 class Softmax : public Cell {

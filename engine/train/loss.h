@@ -47,7 +47,7 @@ class SoftmaxCrossEntropyWithLogits : public Loss {
 // (PyTorch's and MindSpore's convention). label_smoothing mixes the target with the uniform
 // distribution.
 struct CrossEntropyOptions {
-  Tensor weight;
+  Tensor weight = Tensor();
   int64_t ignore_index = -100;
   Reduction reduction = Reduction::kMean;
   double label_smoothing = 0.0;

@@ -2,6 +2,7 @@
 
 from ._modeflow.nn import (  # noqa: F401
     GELU,
+    BatchNorm2d,
     Cell,
     Conv2d,
     Dense,

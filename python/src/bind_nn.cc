@@ -458,6 +458,31 @@ void bind_layers(py::module_& m) {
            arg("kernel_size") = 1, arg("stride") = 1, arg("pad_mode") = "valid",
            arg("padding") = 0);
   py::class_<nn::Flatten, nn::Cell, std::shared_ptr<nn::Flatten>>(m, "Flatten").def(py::init<>());
+  py::class_<nn::BatchNorm2d, nn::Cell, std::shared_ptr<nn::BatchNorm2d>>(m, "BatchNorm2d")
+      .def(py::init([](int64_t num_features, double eps, double momentum, bool affine,
+                       const std::string& gamma_init, const std::string& beta_init,
+                       const std::string& moving_mean_init, const std::string& moving_var_init,
+                       py::object use_batch_statistics, const std::string& data_format) {
+             if (gamma_init != "ones" || beta_init != "zeros" || moving_mean_init != "zeros" ||
+                 moving_var_init != "ones") {
+               throw py::value_error(
+                   "BatchNorm2d: only the default initializers ('ones', 'zeros', 'zeros', 'ones') "
+                   "are supported; assign Parameters afterwards for others");
+             }
+             if (data_format != "NCHW") {
+               throw py::value_error("BatchNorm2d: data_format must be 'NCHW', got '" +
+                                     echo(data_format) + "'");
+             }
+             nn::BatchNormConfig config{eps, momentum, affine, std::nullopt};
+             if (!use_batch_statistics.is_none()) {
+               config.use_batch_statistics = use_batch_statistics.cast<bool>();
+             }
+             return std::make_shared<nn::BatchNorm2d>(num_features, config);
+           }),
+           arg("num_features"), arg("eps") = 1e-5, arg("momentum") = 0.9, arg("affine") = true,
+           arg("gamma_init") = "ones", arg("beta_init") = "zeros",
+           arg("moving_mean_init") = "zeros", arg("moving_var_init") = "ones",
+           arg("use_batch_statistics") = py::none(), arg("data_format") = "NCHW");
   py::class_<nn::LayerNorm, nn::Cell, std::shared_ptr<nn::LayerNorm>>(m, "LayerNorm")
       .def(py::init([](py::object shape, double epsilon) {
              // MindSpore passes normalized_shape as a tuple; the engine normalizes the last axis.

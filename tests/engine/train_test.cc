@@ -461,3 +461,135 @@ TEST_F(TrainStepTest, InferBoostSeesWeightsAStepWroteInPlace) {
 
 }  // namespace
 }  // namespace mf
+
+namespace mf {
+namespace {
+
+class BatchNormTest : public testing::EngineTest {};
+
+// x (N, C, H, W) in double: per channel mean and biased variance.
+std::pair<std::vector<double>, std::vector<double>> channel_stats(const std::vector<double>& x,
+                                                                  int64_t n, int64_t c,
+                                                                  int64_t hw) {
+  std::vector<double> mean(static_cast<size_t>(c)), var(static_cast<size_t>(c));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    double s = 0, q = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = 0; k < hw; ++k) s += x[size_t((i * c + ch) * hw + k)];
+    }
+    mean[size_t(ch)] = s / double(n * hw);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = 0; k < hw; ++k) {
+        const double d = x[size_t((i * c + ch) * hw + k)] - mean[size_t(ch)];
+        q += d * d;
+      }
+    }
+    var[size_t(ch)] = q / double(n * hw);
+  }
+  return {mean, var};
+}
+
+TEST_F(BatchNormTest, TrainingUsesBatchStatisticsAndMovesTheAveragesInBothModes) {
+  const Tensor x = Tensor::randn({4, 3, 5, 5}, 11, 2.0);
+  const auto xs = x.to_doubles();
+  const auto [mean, var] = channel_stats(xs, 4, 3, 25);
+  for (const char* mode : {"PYNATIVE_MODE", "GRAPH_MODE"}) {
+    context::reset();
+    context::set({{"mode", mode}});
+    nn::BatchNorm2d bn(3);
+    bn.set_train(true);
+    const auto y = bn(x).to_doubles();
+    for (int64_t ch = 0; ch < 3; ++ch) {
+      const double expected =
+          (xs[size_t(ch * 25 + 7)] - mean[size_t(ch)]) / std::sqrt(var[size_t(ch)] + 1e-5);
+      EXPECT_NEAR(y[size_t(ch * 25 + 7)], expected, 1e-4) << mode << " channel " << ch;
+    }
+    bn(x);  // a second step moves the averages again
+    const auto params = bn.named_parameters();
+    const auto moving_mean = params[2].second.to_doubles();
+    const auto moving_var = params[3].second.to_doubles();
+    for (size_t ch = 0; ch < 3; ++ch) {
+      // Two steps from (0, 1): m = 0.9 m + 0.1 batch.
+      EXPECT_NEAR(moving_mean[ch], (0.1 + 0.09) * mean[ch], 1e-5) << mode;
+      const double unbiased = var[ch] * 100.0 / 99.0;
+      EXPECT_NEAR(moving_var[ch], 0.81 + (0.1 + 0.09) * unbiased, 1e-4) << mode;
+    }
+    EXPECT_EQ(bn.trainable_params().size(), 2u);
+    // Evaluation: the moving statistics, and (GRAPH) a compile of its own.
+    bn.set_train(false);
+    const auto eval = bn(x).to_doubles();
+    const double expected = (xs[7] - moving_mean[0]) / std::sqrt(moving_var[0] + 1e-5);
+    EXPECT_NEAR(eval[7], expected, 1e-4) << mode;
+  }
+}
+
+class ConvBnNet : public nn::Cell {
+ public:
+  ConvBnNet() : Cell("ConvBnNet") {
+    conv_ = &register_child(
+        "conv", std::make_unique<nn::Conv2d>(
+                    nn::Conv2dConfig{.in_channels = 1, .out_channels = 4, .padding = 1}, 5));
+    bn_ = &register_child("bn", std::make_unique<nn::BatchNorm2d>(4));
+    relu_ = &register_child("relu", std::make_unique<nn::ReLU>());
+    flatten_ = &register_child("flatten", std::make_unique<nn::Flatten>());
+    fc_ = &register_child("fc", std::make_unique<nn::Dense>(4 * 6 * 6, 3, 6));
+  }
+  Tensor forward(const Tensor& x) override {
+    return (*fc_)((*flatten_)((*relu_)((*bn_)((*conv_)(x)))));
+  }
+
+ private:
+  nn::Cell *conv_, *bn_, *relu_, *flatten_, *fc_;
+};
+
+std::vector<std::vector<double>> train_conv_bn(const context::Json& settings) {
+  context::set(settings);
+  auto net = std::make_shared<ConvBnNet>();
+  net->set_train(true);
+  auto with_loss = std::make_shared<nn::WithLossCell>(
+      net, std::make_shared<nn::SoftmaxCrossEntropyWithLogits>(true, Reduction::kMean));
+  nn::TrainOneStepCell step(
+      with_loss, std::make_shared<nn::Momentum>(nn::trainable_group(*net),
+                                                nn::MomentumOptions{.learning_rate = 0.05}));
+  for (int s = 0; s < 4; ++s) {
+    const Tensor x = Tensor::randn({8, 1, 6, 6}, 40 + uint64_t(s));
+    std::vector<int32_t> labels;
+    for (int i = 0; i < 8; ++i) labels.push_back((i + s) % 3);
+    step(x, Tensor::from_vector(labels, {8}));
+  }
+  std::vector<std::vector<double>> out;
+  for (const auto& [name, w] : net->named_parameters()) out.push_back(w.to_doubles());
+  net->set_train(false);
+  out.push_back((*net)(Tensor::randn({2, 1, 6, 6}, 99)).to_doubles());
+  engine::sync();
+  return out;
+}
+
+TEST_F(BatchNormTest, AConvBnNetTrainsToTheSameBitsInEveryModeAndLevel) {
+  const auto eager = train_conv_bn({{"mode", "PYNATIVE_MODE"}, {"deterministic", "ON"}});
+  for (const char* level : {"O0", "O1", "O2"}) {
+    context::reset();
+    const auto graph = train_conv_bn(
+        {{"mode", "GRAPH_MODE"}, {"deterministic", "ON"}, {"jit_config", {{"jit_level", level}}}});
+    ASSERT_EQ(graph.size(), eager.size());
+    for (size_t i = 0; i < eager.size(); ++i) {
+      EXPECT_EQ(testing::first_byte_difference(graph[i], eager[i]), "")
+          << level << " result " << i << " (parameters incl. moving statistics, then eval output)";
+    }
+  }
+  // The moving statistics moved.
+  EXPECT_NE(eager[4], std::vector<double>(4, 0.0));
+}
+
+TEST_F(BatchNormTest, BadSettingsAndInputsAreClearErrors) {
+  EXPECT_THROW(nn::BatchNorm2d(0), Error);
+  EXPECT_THROW(nn::BatchNorm2d(3, {.eps = 0}), Error);
+  EXPECT_THROW(nn::BatchNorm2d(3, {.momentum = 1.5}), Error);
+  nn::BatchNorm2d bn(3);
+  expect_error_contains([&] { bn(Tensor::zeros({2, 4, 3, 3})); }, "BatchNorm2d(3) takes");
+  bn.set_train(true);
+  expect_error_contains([&] { bn(Tensor::zeros({1, 3, 1, 1})); }, "more than one value");
+}
+
+}  // namespace
+}  // namespace mf

@@ -1,6 +1,7 @@
 #include "engine/nn/layers.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -228,6 +229,29 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
                          ops::add(ops::mul(moving_variance_, keep), ops::mul(unbiased, take))});
   }
   return y;
+}
+
+namespace {
+uint64_t next_dropout_seed() {
+  static std::atomic<uint64_t> next{0};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+Dropout::Dropout(double p, std::optional<uint64_t> seed)
+    : Cell("Dropout"),
+      p_(p),
+      seed_(seed ? *seed : next_dropout_seed()),
+      counter_(register_parameter("counter", Tensor::zeros({}, DType::kInt64), false)) {
+  MF_CHECK(p >= 0 && p < 1, InvalidArgument, "Dropout: p must be in [0, 1), got ", p);
+}
+
+Tensor Dropout::forward(const Tensor& x) {
+  if (!training() || p_ == 0) return x;
+  const std::vector<Tensor> out =
+      ops::call("dropout", {x, counter_}, {{"keep_prob", 1.0 - p_}, {"seed", int64_t(seed_)}});
+  ops::call("assign", {counter_, ops::add(counter_, ops::scalar(1, DType::kInt64))});
+  return out[0];
 }
 
 MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, uint64_t seed)

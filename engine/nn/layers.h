@@ -126,6 +126,22 @@ class BatchNorm2d : public Cell {
   Tensor &gamma_, &beta_, &moving_mean_, &moving_variance_;
 };
 
+// MindSpore's Dropout(p): while training, each element is zeroed with probability p and the rest
+// scaled by 1 / (1 - p); otherwise the identity. The draws hash (seed, step, element), so a run
+// repeats exactly in either mode; the step is the layer's int64 "counter" (no gradient), advanced
+// in place at every training call. Without a seed, layers take 0, 1, 2, ... in creation order.
+class Dropout : public Cell {
+ public:
+  // InvalidArgument for p outside [0, 1).
+  explicit Dropout(double p = 0.5, std::optional<uint64_t> seed = std::nullopt);
+  Tensor forward(const Tensor& x) override;
+
+ private:
+  double p_;
+  uint64_t seed_;
+  Tensor& counter_;
+};
+
 class Softmax : public Cell {
  public:
   explicit Softmax(int64_t axis = -1) : Cell("Softmax"), axis_(axis) {}

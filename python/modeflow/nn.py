@@ -3,6 +3,7 @@
 from ._modeflow.nn import (  # noqa: F401
     GELU,
     BatchNorm2d,
+    Dropout,
     Cell,
     Conv2d,
     Dense,

@@ -483,6 +483,24 @@ void bind_layers(py::module_& m) {
            arg("gamma_init") = "ones", arg("beta_init") = "zeros",
            arg("moving_mean_init") = "zeros", arg("moving_var_init") = "ones",
            arg("use_batch_statistics") = py::none(), arg("data_format") = "NCHW");
+  py::class_<nn::Dropout, nn::Cell, std::shared_ptr<nn::Dropout>>(m, "Dropout")
+      .def(py::init([](py::object keep_prob, py::object p, py::object dtype, py::object seed) {
+             (void)dtype;  // the input's dtype is kept, as MindSpore's float types
+             if (!keep_prob.is_none() && !p.is_none()) {
+               throw py::value_error("Dropout: give p or keep_prob, not both");
+             }
+             double drop = 0.5;
+             if (!p.is_none()) drop = p.cast<double>();
+             if (!keep_prob.is_none()) drop = 1.0 - keep_prob.cast<double>();
+             if (!(drop >= 0 && drop < 1)) {
+               throw py::value_error("Dropout: p must be in [0, 1), got " + std::to_string(drop));
+             }
+             return std::make_shared<nn::Dropout>(
+                 drop,
+                 seed.is_none() ? std::nullopt : std::optional<uint64_t>(seed.cast<uint64_t>()));
+           }),
+           arg("keep_prob") = py::none(), arg("p") = py::none(), arg("dtype") = py::none(),
+           py::kw_only(), arg("seed") = py::none());
   py::class_<nn::LayerNorm, nn::Cell, std::shared_ptr<nn::LayerNorm>>(m, "LayerNorm")
       .def(py::init([](py::object shape, double epsilon) {
              // MindSpore passes normalized_shape as a tuple; the engine normalizes the last axis.

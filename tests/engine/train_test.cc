@@ -593,3 +593,70 @@ TEST_F(BatchNormTest, BadSettingsAndInputsAreClearErrors) {
 
 }  // namespace
 }  // namespace mf
+
+namespace mf {
+namespace {
+
+class DropoutTest : public testing::EngineTest {};
+
+TEST_F(DropoutTest, TrainingDropsAndScalesEvaluationIsTheIdentity) {
+  for (const char* mode : {"PYNATIVE_MODE", "GRAPH_MODE"}) {
+    context::reset();
+    context::set({{"mode", mode}});
+    nn::Dropout dropout(0.25, 7);
+    const Tensor x = Tensor::ones({64, 64});
+    EXPECT_EQ(dropout(x).to_doubles(), x.to_doubles()) << mode;  // not training: identity
+    dropout.set_train(true);
+    const auto first = dropout(x).to_doubles();
+    const auto second = dropout(x).to_doubles();
+    size_t zeros = 0;
+    for (double v : first) {
+      EXPECT_TRUE(v == 0.0 || std::abs(v - 1.0 / 0.75) < 1e-6) << v;
+      zeros += v == 0.0;
+    }
+    EXPECT_NEAR(double(zeros) / double(first.size()), 0.25, 0.03) << mode;
+    EXPECT_NE(first, second) << mode << ": each training call draws a new mask";
+  }
+  EXPECT_THROW(nn::Dropout(1.0), Error);
+}
+
+std::vector<std::vector<double>> train_with_dropout(const context::Json& settings) {
+  context::set(settings);
+  auto net = std::make_shared<nn::Sequential>();
+  net->add(std::make_unique<nn::Dense>(8, 16, 1));
+  net->add(std::make_unique<nn::ReLU>());
+  net->add(std::make_unique<nn::Dropout>(0.3, 5));
+  net->add(std::make_unique<nn::Dense>(16, 4, 2));
+  net->set_train(true);
+  auto with_loss = std::make_shared<nn::WithLossCell>(
+      net, std::make_shared<nn::SoftmaxCrossEntropyWithLogits>(true, Reduction::kMean));
+  nn::TrainOneStepCell step(
+      with_loss,
+      std::make_shared<nn::SGD>(nn::trainable_group(*net), nn::SGDOptions{.learning_rate = 0.1}));
+  for (int s = 0; s < 5; ++s) {
+    auto [x, y] = batch(16, 200 + uint64_t(s));
+    step(x, y);
+  }
+  std::vector<std::vector<double>> out;
+  for (const auto& [name, w] : net->named_parameters()) out.push_back(w.to_doubles());
+  engine::sync();
+  return out;
+}
+
+TEST_F(DropoutTest, ANetWithDropoutTrainsToTheSameBitsInEveryModeAndLevel) {
+  const auto eager = train_with_dropout({{"mode", "PYNATIVE_MODE"}, {"deterministic", "ON"}});
+  for (const char* level : {"O0", "O1", "O2"}) {
+    context::reset();
+    const auto graph = train_with_dropout(
+        {{"mode", "GRAPH_MODE"}, {"deterministic", "ON"}, {"jit_config", {{"jit_level", level}}}});
+    ASSERT_EQ(graph.size(), eager.size());
+    for (size_t i = 0; i < eager.size(); ++i) {
+      EXPECT_EQ(testing::first_byte_difference(graph[i], eager[i]), "") << level << " " << i;
+    }
+  }
+  // The counter advanced once per step.
+  EXPECT_EQ(eager[2], std::vector<double>{5.0});
+}
+
+}  // namespace
+}  // namespace mf

@@ -205,3 +205,60 @@ def test_fashion_mnist_mlp_learns_in_a_few_hundred_steps(mode):
     accuracy = model.eval(prepare("test", 2048))["accuracy"]
     assert accuracy > 0.75, accuracy
     ms.reset_context()
+
+
+class ConvBnDrop(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, pad_mode="pad", padding=1, has_bias=True)
+        self.bn = nn.BatchNorm2d(4)
+        self.relu = nn.ReLU()
+        self.flatten = nn.Flatten()
+        self.drop = nn.Dropout(p=0.2, seed=3)  # seed=: modeflow's, as Dense's
+        self.fc = nn.Dense(4 * 6 * 6, 3)
+
+    def construct(self, x):
+        return self.fc(self.drop(self.flatten(self.relu(self.bn(self.conv(x))))))
+
+
+def train_conv_bn_drop(mode):
+    ms.set_context(mode=mode, deterministic="ON")
+    net = ConvBnDrop()
+    step = nn.TrainOneStepCell(
+        nn.WithLossCell(net, nn.CrossEntropyLoss()),
+        nn.Momentum(net.trainable_params(), 0.05, 0.9)).set_train()
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        x = rng.standard_normal((8, 1, 6, 6)).astype(np.float32)
+        step(ms.Tensor(x), ms.Tensor(np.arange(8, dtype=np.int32) % 3))
+    net.set_train(False)
+    out = net(ms.Tensor(np.ones((2, 1, 6, 6), np.float32))).asnumpy()
+    params = {n: p.asnumpy().copy() for n, p in net.parameters_and_names()}
+    ms.reset_context()
+    return params, out
+
+
+def test_batchnorm_and_dropout_train_to_the_same_bits_in_both_modes():
+    py_params, py_out = train_conv_bn_drop(ms.PYNATIVE_MODE)
+    graph_params, graph_out = train_conv_bn_drop(ms.GRAPH_MODE)
+    names = [n for n in py_params]
+    assert "bn.moving_mean" in names and "bn.moving_variance" in names
+    assert not np.all(py_params["bn.moving_mean"] == 0)  # the averages moved while training
+    assert py_params["drop.counter"] == 4
+    for name in names:
+        assert py_params[name].tobytes() == graph_params[name].tobytes(), name
+    assert py_out.tobytes() == graph_out.tobytes()
+    trainable = [p.name for p in ConvBnDrop().trainable_params()]
+    assert "bn.gamma" in trainable and "bn.moving_mean" not in trainable
+
+
+def test_dropout_and_batchnorm_arguments():
+    with pytest.raises(ValueError, match="p must be in"):
+        nn.Dropout(p=1.0)
+    with pytest.raises(ValueError, match="not both"):
+        nn.Dropout(keep_prob=0.5, p=0.5)
+    with pytest.raises(ValueError, match="data_format"):
+        nn.BatchNorm2d(3, data_format="NHWC")
+    drop = nn.Dropout(keep_prob=0.9)
+    x = ms.Tensor(np.ones((4, 4), np.float32))
+    np.testing.assert_array_equal(drop(x).asnumpy(), x.asnumpy())  # not training: identity

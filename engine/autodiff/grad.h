@@ -21,9 +21,10 @@ namespace mf {
 
 // What a cell's gradient is taken with respect to (MindSpore's grad_position and weights).
 struct GradSpec {
-  bool input = true;            // the cell's input x (grad_position=0); false: grad_position=None
-  std::vector<Tensor> weights = {};  // parameters of the cell, in the order their gradients come back
-  bool sens_param = false;      // each call gives the sensitivity (GradOperation's sens_param)
+  bool input = true;  // the cell's input x (grad_position=0); false: grad_position=None
+  std::vector<Tensor> weights =
+      {};                   // parameters of the cell, in the order their gradients come back
+  bool sens_param = false;  // each call gives the sensitivity (GradOperation's sens_param)
 };
 
 struct Gradients {

@@ -216,7 +216,8 @@ uint64_t Cell::trace_state_generation() {
 void Cell::replace_parameter(const std::string& name, const Tensor& value) {
   for (auto& [existing, tensor] : parameters_) {
     if (existing == name) {
-      if (!(tensor.type() == value.type())) trace_state_changes.fetch_add(1, std::memory_order_acq_rel);
+      if (!(tensor.type() == value.type()))
+        trace_state_changes.fetch_add(1, std::memory_order_acq_rel);
       tensor = value;
       return;
     }

@@ -14,6 +14,8 @@ std::string_view error_kind_name(ErrorKind kind) {
       return "Unsupported";
     case ErrorKind::kDataLoss:
       return "DataLoss";
+    case ErrorKind::kUnavailable:
+      return "Unavailable";
     case ErrorKind::kInternal:
       return "Internal";
   }

@@ -17,6 +17,7 @@ enum class ErrorKind {
   kOutOfMemory,      // an allocation would exceed max_device_memory or the system refused it
   kUnsupported,      // valid request that this build cannot do (GPU target, enable_ps, ...)
   kDataLoss,         // a file's bytes are damaged, truncated or of a foreign format
+  kUnavailable,      // another process of the job is gone or did not answer in time
   kInternal,         // a broken invariant of ours: always a bug
 };
 

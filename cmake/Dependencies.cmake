@@ -8,6 +8,8 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 # zlib (zlib1g-dev): gzip-compressed IDX data sets (engine/data/idx.cc).
 find_package(ZLIB REQUIRED)
+# Collectives between the workers of a data-parallel job (runtime/comm/), Debian's libgloo-dev.
+find_package(Gloo REQUIRED CONFIG)
 if(MODEFLOW_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

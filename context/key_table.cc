@@ -535,10 +535,9 @@ std::vector<KeySpec> make_auto_parallel_keys() {
        .type = VT::kBool,
        .default_value = false,
        .example = true,
-       .effective_on_cpu = false,
        .doc = "Divide gradients by device_num after all-reduce",
-       .on_cpu = "none: modeflow runs one process on one device; there is no distributed training "
-                 "to configure"},
+       .on_cpu = "data_parallel: TrainOneStepCell divides the all-reduced gradients by the "
+                 "number of workers"},
       {.name = "gradient_fp32_sync",
        .type = VT::kBool,
        .default_value = true,
@@ -562,10 +561,10 @@ std::vector<KeySpec> make_auto_parallel_keys() {
        .choices = {"stand_alone", "data_parallel", "hybrid_parallel", "semi_auto_parallel",
                    "auto_parallel"},
        .ignore_case = true,
-       .effective_on_cpu = false,
        .doc = "stand_alone, data_parallel, hybrid_parallel, semi_auto_parallel or auto_parallel",
-       .on_cpu = "none: modeflow runs one process on one device; there is no distributed training "
-                 "to configure"},
+       .on_cpu = "data_parallel: TrainOneStepCell all-reduces gradients over the workers; "
+                 "hybrid_parallel: the network's own collectives run; semi_auto_parallel and "
+                 "auto_parallel run as stand_alone, with a warning"},
       {.name = "search_mode",
        .type = VT::kChoice,
        .default_value = "dynamic_programming",
@@ -593,8 +592,8 @@ std::vector<KeySpec> make_auto_parallel_keys() {
        .example = true,
        .effective_on_cpu = false,
        .doc = "Broadcast device 0's parameters before training",
-       .on_cpu = "none: modeflow runs one process on one device; there is no distributed training "
-                 "to configure"},
+       .on_cpu = "none: data_parallel always broadcasts worker 0's parameters at the first "
+                 "training step"},
       {.name = "strategy_ckpt_load_file",
        .type = VT::kString,
        .default_value = "",
@@ -640,10 +639,9 @@ std::vector<KeySpec> make_auto_parallel_keys() {
        .type = VT::kIntList,
        .default_value = Json::array(),
        .example = Json::array({8, 160}),
-       .effective_on_cpu = false,
        .doc = "Gradient indices that split all-reduce fusion groups, ascending; empty = off",
-       .on_cpu = "none: modeflow runs one process on one device; there is no distributed training "
-                 "to configure"},
+       .on_cpu = "data_parallel: the gradient indices where a new all-reduce bucket starts",
+       .check = check_fusion_split_points},
       {.name = "pipeline_stages",
        .type = VT::kInt,
        .default_value = 1,

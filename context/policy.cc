@@ -236,6 +236,62 @@ std::vector<Explanation> ineffective(const Snapshot& snapshot) {
   return out;
 }
 
+void decide_parallel(const Json& parallel, Policy& policy) {
+  std::string mode = parallel["parallel_mode"].get<std::string>();
+  for (char& c : mode) c = char(std::tolower(static_cast<unsigned char>(c)));
+  static constexpr ParallelMode kModes[] = {
+      ParallelMode::kStandAlone, ParallelMode::kDataParallel, ParallelMode::kHybridParallel,
+      ParallelMode::kSemiAutoParallel, ParallelMode::kAutoParallel};
+  ParallelMode chosen = ParallelMode::kStandAlone;
+  for (ParallelMode m : kModes) {
+    if (to_string(m) == mode) chosen = m;
+  }
+  switch (chosen) {
+    case ParallelMode::kDataParallel:
+      policy.parallel_mode = {chosen,
+                              "parallel_mode=data_parallel: TrainOneStepCell all-reduces the "
+                              "gradients over the workers of communication.init()'s group"};
+      break;
+    case ParallelMode::kHybridParallel:
+      policy.parallel_mode = {chosen,
+                              "parallel_mode=hybrid_parallel: the network's own collective ops "
+                              "(AllReduce, AllGather, Broadcast) run; nothing is inserted"};
+      break;
+    case ParallelMode::kSemiAutoParallel:
+    case ParallelMode::kAutoParallel:
+      policy.parallel_mode = {ParallelMode::kStandAlone,
+                              "parallel_mode=" + mode +
+                                  " is not run here (operator sharding is not implemented): each "
+                                  "worker runs the whole network as stand_alone"};
+      policy.ineffective_keys.push_back(
+          {"auto_parallel_context.parallel_mode", mode,
+           "not run: modeflow parallelizes by data only (data_parallel); each worker runs the "
+           "whole network as stand_alone"});
+      break;
+    case ParallelMode::kStandAlone:
+      policy.parallel_mode = {chosen, "parallel_mode=stand_alone: gradients stay local"};
+      break;
+  }
+  const bool mean = parallel["gradients_mean"].get<bool>();
+  policy.gradients_mean = {
+      mean, std::string("gradients_mean=") + (mean ? "true" : "false") +
+                (chosen != ParallelMode::kDataParallel ? " (read in data_parallel only)"
+                 : mean ? ": the summed gradients are divided by the number of workers"
+                        : ": the gradients are summed over the workers (MindSpore's default)")};
+  std::vector<int> splits = parallel["all_reduce_fusion_config"].get<std::vector<int>>();
+  for (size_t i = 0; i < splits.size(); ++i) {
+    MF_CHECK(splits[i] > 0 && (i == 0 || splits[i] > splits[i - 1]), InvalidArgument,
+             "For 'context.set_auto_parallel_context', all_reduce_fusion_config must be positive "
+             "gradient indices in ascending order; element ",
+             i, " is ", splits[i]);
+  }
+  policy.all_reduce_fusion_config = {
+      splits, splits.empty() ? "all_reduce_fusion_config=[]: gradients are all-reduced in buckets "
+                               "of about 4 MiB, in backward order"
+                             : "all_reduce_fusion_config: a new all-reduce bucket starts at each "
+                               "listed gradient index"};
+}
+
 // In PYNATIVE_MODE the compile settings reach only what is jit-compiled (a cell with a JitConfig
 // or marked for jit, mf::jit functions); the reasons say so, so `explain` reports nothing as
 // active that nothing reads.
@@ -265,6 +321,22 @@ std::string fusion_flags_reason(const GraphKernelFlags& flags) {
 
 std::string_view to_string(Executor executor) {
   return executor == Executor::kSink ? "SinkExecutor" : "KernelExecutor";
+}
+
+std::string_view to_string(ParallelMode mode) {
+  switch (mode) {
+    case ParallelMode::kStandAlone:
+      return "stand_alone";
+    case ParallelMode::kDataParallel:
+      return "data_parallel";
+    case ParallelMode::kHybridParallel:
+      return "hybrid_parallel";
+    case ParallelMode::kSemiAutoParallel:
+      return "semi_auto_parallel";
+    case ParallelMode::kAutoParallel:
+      return "auto_parallel";
+  }
+  return "stand_alone";
 }
 
 std::string_view to_string(ExecutionMode mode) {
@@ -370,6 +442,7 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
   policy.device_num = {device_num,
                        "auto_parallel_context.device_num=" + std::to_string(device_num)};
   policy.global_rank = {rank, "auto_parallel_context.global_rank=" + std::to_string(rank)};
+  decide_parallel(snapshot.auto_parallel(), policy);
 
   const int dump = v["save_graphs"].get<int>();
   static constexpr std::string_view kDumpMeaning[] = {
@@ -500,7 +573,7 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
   policy.print_file_path =
       plain(snapshot, "print_file_path", print_path,
             print_path.empty() ? "Print writes to the screen" : "Print writes to this file");
-  policy.ineffective_keys = ineffective(snapshot);
+  for (Explanation& key : ineffective(snapshot)) policy.ineffective_keys.push_back(std::move(key));
   policy.origins = origins_of(snapshot);
   note_compiled_scope(options.jit_region, policy);
   return policy;
@@ -552,6 +625,11 @@ std::vector<Explanation> explain(const Policy& p) {
        p.print_file_path.reason},
       {"parallel.device_num", n(p.device_num.value), p.device_num.reason},
       {"parallel.global_rank", n(p.global_rank.value), p.global_rank.reason},
+      {"parallel.mode", std::string(to_string(p.parallel_mode.value)), p.parallel_mode.reason},
+      {"parallel.gradients_mean", b(p.gradients_mean.value), p.gradients_mean.reason},
+      {"parallel.all_reduce_fusion_config",
+       n(int(p.all_reduce_fusion_config.value.size())) + " split points",
+       p.all_reduce_fusion_config.reason},
   };
   for (const auto& key : p.origins) out.push_back({"set_by." + key.name, key.value, key.reason});
   for (const auto& key : p.ineffective_keys) {

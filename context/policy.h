@@ -21,11 +21,21 @@ enum class MemoryOptimizeLevel { kO0, kO1 };
 enum class DebugLevel { kRelease, kDebug };
 // What runs a compiled graph: kernel by kernel (jit O0/O1) or the whole graph sunk (O2).
 enum class Executor { kKernelByKernel, kSink };
+// How a training step spreads over the workers of a job (set_auto_parallel_context's
+// parallel_mode). Semi-auto and auto parallel are validated and run as stand-alone.
+enum class ParallelMode {
+  kStandAlone,
+  kDataParallel,
+  kHybridParallel,
+  kSemiAutoParallel,
+  kAutoParallel
+};
 
 std::string_view to_string(ExecutionMode mode);  // "GRAPH_MODE" / "PYNATIVE_MODE"
 std::string_view to_string(MemoryOptimizeLevel level);
 std::string_view to_string(DebugLevel level);
 std::string_view to_string(Executor executor);  // "KernelExecutor" / "SinkExecutor"
+std::string_view to_string(ParallelMode mode);  // "data_parallel", ...
 // "O0" / "O1" / "O2" -> JitLevel; throws InvalidArgument otherwise (for a network's own JitConfig).
 JitLevel parse_jit_level(std::string_view text);
 
@@ -114,6 +124,11 @@ struct Policy {
   // Distribution (from the auto-parallel context).
   Decision<int> device_num;
   Decision<int> global_rank;
+  Decision<ParallelMode> parallel_mode;
+  Decision<bool> gradients_mean;  // data parallel: divide the summed gradients by the workers
+  // Data parallel: gradient indices where a new all-reduce bucket starts (empty: fixed-size
+  // buckets).
+  Decision<std::vector<int>> all_reduce_fusion_config;
   // Keys set away from their defaults that do nothing here (GPU/Ascend-only, deprecated, no
   // autodiff, distributed and ps keys), each with the reason from the key table.
   std::vector<Explanation> ineffective_keys;

@@ -11,6 +11,8 @@ packages=(
   libonnx-testdata
   # Data sets: zlib reads the gzip-compressed IDX files of Debian's Fashion-MNIST package.
   zlib1g-dev dataset-fashion-mnist
+  # Collectives of data-parallel training (Gloo over TCP).
+  libgloo-dev
   pybind11-dev python3-dev python3-numpy python3-pytest
   # Fuzzing (tools/fuzz.sh, -DMODEFLOW_FUZZ=ON): Clang 16 with libFuzzer and the sanitizer runtimes.
   # Clang 14, Debian's default, cannot compile this C++20 (structured bindings captured by lambdas,

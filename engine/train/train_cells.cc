@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "engine/engine_state.h"
 #include "engine/ops.h"
 
 namespace mf::nn {
@@ -67,8 +68,25 @@ TrainOneStepCell::TrainOneStepCell(std::shared_ptr<WithLossCell> network,
 
 Tensor TrainOneStepCell::operator()(const Tensor& data, const Tensor& label,
                                     std::source_location where) {
+  const auto policy = engine::current_policy();
+  const bool data_parallel = policy->parallel_mode.value == context::ParallelMode::kDataParallel;
+  if (data_parallel && reducer_ == nullptr) {
+    const runtime::comm::Communicator* world = runtime::comm::world();
+    MF_CHECK(world == nullptr || policy->device_num.value == 1 ||
+                 policy->device_num.value == world->size(),
+             InvalidArgument, "data_parallel: device_num=", policy->device_num.value,
+             " but the group has ", world != nullptr ? world->size() : 0,
+             " workers; set device_num to the number of workers or leave it unset");
+    auto reducer = std::make_unique<DistributedGradReducer>(
+        optimizer_->parameter_names(), optimizer_->parameters(),
+        GradReducerOptions{.mean = policy->gradients_mean.value,
+                           .split_indices = policy->all_reduce_fusion_config.value});
+    reducer->broadcast_parameters();
+    reducer_ = std::move(reducer);
+  }
   network_->set_label(label);
   Gradients result = grad_(data, Tensor(), where);
+  if (data_parallel) result.weights = (*reducer_)(result.weights);
   if (sens_ != 1.0) {
     // Every backward rule is linear in its seed: scaling the gradients is seeding with sens.
     for (Tensor& g : result.weights) g = ops::mul(g, ops::scalar(sens_, g.dtype()));

@@ -9,6 +9,7 @@
 
 #include "engine/autodiff/grad.h"
 #include "engine/nn/cell.h"
+#include "engine/train/grad_reducer.h"
 #include "engine/train/loss.h"
 #include "engine/train/optimizer.h"
 
@@ -37,6 +38,9 @@ class WithLossCell : public Cell {
 
 // One training step per call: the loss of (data, label), its gradient with respect to the
 // optimizer's parameters (seeded with `sens`), and the optimizer's update. Returns the loss.
+// With parallel_mode=data_parallel the gradients are all-reduced over the workers of the group
+// before the update (summed, or averaged with gradients_mean), and the first step gives every
+// worker worker 0's parameters.
 class TrainOneStepCell {
  public:
   // InvalidArgument when the optimizer trains a tensor that is not a parameter of the network.
@@ -48,12 +52,15 @@ class TrainOneStepCell {
   Optimizer& optimizer() { return *optimizer_; }
   // GRAPH mode: what the last step compiled or reused.
   const engine::GraphRunReport& graph_report() const { return grad_.graph_report(); }
+  // The data-parallel reducer, once a data-parallel step has run (null before and otherwise).
+  const DistributedGradReducer* grad_reducer() const { return reducer_.get(); }
 
  private:
   std::shared_ptr<WithLossCell> network_;
   std::shared_ptr<Optimizer> optimizer_;
   double sens_;
   GradFunction grad_;
+  std::unique_ptr<DistributedGradReducer> reducer_;
 };
 
 }  // namespace mf::nn

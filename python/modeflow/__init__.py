@@ -37,6 +37,8 @@ from . import _dynamic, _grad, _indexing, _modeflow
 from . import common, context, device_context, models, nn, onnx, ops, runtime  # noqa: F401
 from . import dataset  # noqa: F401  (MindSpore's mindspore.dataset: docs/datasets.md)
 from . import train  # noqa: F401  (MindSpore's mindspore.train: docs/training.md)
+from . import communication  # noqa: F401  (mindspore.communication: docs/distributed.md)
+from .context import ParallelMode  # noqa: F401
 from .train import Model  # noqa: F401
 from ._grad import ParameterTuple, grad, value_and_grad  # noqa: F401
 from .jit import JitConfig, jit  # noqa: F401

@@ -57,6 +57,7 @@ from ._modeflow.nn import (  # noqa: E402,F401
     Optimizer,
     SGD,
     SoftmaxCrossEntropyWithLogits,
+    _DistributedGradReducer,
     _TrainOneStepCell,
     _WithLossCell,
     cosine_decay_lr,
@@ -130,8 +131,46 @@ class TrainOneStepCell:
                 raise TypeError("TrainOneStepCell over a WithLossCell takes (data, label), got "
                                 f"{len(inputs)} arguments")
             return self._step(*inputs)
+        reducer = self._data_parallel_reducer()
         loss, grads = self._grad(*inputs)
         if self.sens != 1.0:
             grads = [g * self.sens for g in grads]
+        if reducer is not None:
+            grads = reducer(list(grads))
         self.optimizer(list(grads))
         return loss
+
+    def _data_parallel_reducer(self):
+        from ._modeflow import get_auto_parallel_context
+
+        if get_auto_parallel_context("parallel_mode").lower() != "data_parallel":
+            return None
+        if getattr(self, "_reducer", None) is None:
+            self._reducer = DistributedGradReducer(self.optimizer.parameters)
+            self._reducer._broadcast_parameters()
+        return self._reducer
+
+
+class DistributedGradReducer:
+    """MindSpore's nn.DistributedGradReducer(parameters, mean=None, degree=None): call it with the
+    gradients of ``parameters`` (in order) to get them summed over the workers of the group, or
+    averaged with mean=True (None: the auto-parallel context's gradients_mean). Gradients travel
+    in buckets (all_reduce_fusion_config). docs/distributed.md."""
+
+    def __init__(self, parameters, mean=None, degree=None, fusion_type=1, group=None):
+        from ._modeflow import get_auto_parallel_context
+        from .communication import get_group_size
+
+        if mean is None:
+            mean = bool(get_auto_parallel_context("gradients_mean"))
+        if degree is not None and degree != get_group_size():
+            raise ValueError(f"For 'DistributedGradReducer', degree={degree} but the group has "
+                             f"{get_group_size()} workers")
+        self._impl = _DistributedGradReducer(list(parameters), bool(mean))
+        self.mean = bool(mean)
+
+    def __call__(self, grads):
+        return tuple(self._impl(list(grads)))
+
+    def _broadcast_parameters(self):
+        self._impl._broadcast_parameters()

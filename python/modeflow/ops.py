@@ -41,4 +41,61 @@ def clip(input, min=None, max=None):  # noqa: A002 - MindSpore's argument names
 
 clamp = clip
 
-__all__ = registered + ["cond", "while_loop", "sync", "gelu", "clamp"]
+
+class ReduceOp:
+    """The reductions of AllReduce, as MindSpore's ops.ReduceOp."""
+
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+    PROD = "prod"
+
+
+def _check_group(group):
+    if group is not None and not isinstance(group, str):
+        raise TypeError(f"group must be a str, got {type(group).__name__}")
+
+
+class AllReduce:
+    """MindSpore's ops.AllReduce(op=ReduceOp.SUM, group): reduces a tensor over the workers of
+    the group (the registry's all_reduce; docs/distributed.md)."""
+
+    def __init__(self, op=ReduceOp.SUM, group=None):
+        if op not in (ReduceOp.SUM, ReduceOp.MAX, ReduceOp.MIN, ReduceOp.PROD):
+            raise ValueError(f"For 'AllReduce', op must be a ReduceOp, got {op!r}")
+        _check_group(group)
+        self.op = op
+
+    def __call__(self, x):
+        return all_reduce(x, op=self.op)  # noqa: F821 - generated above
+
+
+class AllGather:
+    """MindSpore's ops.AllGather(group): concatenates every worker's tensor along axis 0."""
+
+    def __init__(self, group=None):
+        _check_group(group)
+
+    def __call__(self, x):
+        from .communication import get_group_size
+
+        return all_gather(x, rank_size=get_group_size())  # noqa: F821
+
+
+class Broadcast:
+    """MindSpore's ops.Broadcast(root_rank, group): every worker gets root_rank's tensors; takes
+    and returns a tuple."""
+
+    def __init__(self, root_rank, group=None):
+        if isinstance(root_rank, bool) or not isinstance(root_rank, int) or root_rank < 0:
+            raise ValueError(f"For 'Broadcast', root_rank must be a non-negative int, got {root_rank!r}")
+        _check_group(group)
+        self.root_rank = root_rank
+
+    def __call__(self, input_x):
+        tensors = input_x if isinstance(input_x, (tuple, list)) else (input_x,)
+        return tuple(broadcast(t, root_rank=self.root_rank) for t in tensors)  # noqa: F821
+
+
+__all__ = registered + ["cond", "while_loop", "sync", "gelu", "clamp", "ReduceOp", "AllReduce",
+                        "AllGather", "Broadcast"]

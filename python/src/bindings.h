@@ -26,6 +26,7 @@ void bind_autodiff(py::module_& m);
 void bind_checkpoint(py::module_& m);
 void bind_dataset(py::module_& m);
 void bind_train(py::module_& m);
+void bind_comm(py::module_& m);
 
 // Engine warnings (spdlog, level warn) are held, then raised through Python's `warnings` by
 // flush_warnings() at the end of a call into the engine, on the calling thread. Throws

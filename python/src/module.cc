@@ -16,4 +16,5 @@ PYBIND11_MODULE(_modeflow, m) {
   bind_checkpoint(m);
   bind_dataset(m);
   bind_train(m);
+  bind_comm(m);
 }

@@ -33,6 +33,7 @@ PyObject* exception_for(ErrorKind kind) {
       return PyExc_MemoryError;
     case ErrorKind::kUnsupported:
     case ErrorKind::kDataLoss:
+    case ErrorKind::kUnavailable:
     case ErrorKind::kInternal:
       return PyExc_RuntimeError;
   }

@@ -1,0 +1,51 @@
+#pragma once
+// MindSpore's nn.DistributedGradReducer: sums (or averages) each worker's gradients over the
+// workers of the group, so every worker applies the same update. Gradients travel in buckets
+// (packed into one buffer per all-reduce): all_reduce_fusion_config's split points when given,
+// else buckets of about 4 MiB, filled in backward order (last parameters first, as a backward
+// produces them).
+
+#include <string>
+#include <vector>
+
+#include "engine/tensor.h"
+#include "runtime/comm/communicator.h"
+
+namespace mf::nn {
+
+struct GradReducerOptions {
+  bool mean = false;               // divide the sums by the number of workers
+  std::vector<int> split_indices;  // a bucket starts at each gradient index (empty: by size)
+  size_t bucket_bytes = size_t{4} << 20;
+};
+
+class DistributedGradReducer {
+ public:
+  // `names` and `parameters`: what the gradients belong to, in order. InvalidArgument when the
+  // group is not initialized.
+  DistributedGradReducer(std::vector<std::string> names, std::vector<Tensor> parameters,
+                         GradReducerOptions options);
+
+  // The reduced gradients, one per parameter, of the parameters' types.
+  std::vector<Tensor> operator()(const std::vector<Tensor>& gradients);
+
+  // Checks that every worker trains the same parameters (names, shapes and dtypes), then gives
+  // every worker worker 0's values, in place. InvalidArgument naming the first worker that
+  // differs.
+  void broadcast_parameters();
+
+  // The buckets, as ranges of gradient indices in reduction order (for tests and dumps).
+  const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
+  // Seconds spent in all-reduce by the last call.
+  double last_reduce_seconds() const { return last_reduce_seconds_; }
+
+ private:
+  runtime::comm::Communicator& group() const;
+  std::vector<std::string> names_;
+  std::vector<Tensor> parameters_;
+  GradReducerOptions options_;
+  std::vector<std::vector<size_t>> buckets_;
+  double last_reduce_seconds_ = 0;
+};
+
+}  // namespace mf::nn

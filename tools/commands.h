@@ -38,11 +38,12 @@ void add_bisect_command(CLI::App& app, GlobalOptions& options);  // bisect NET
 void add_cache_command(CLI::App& app, GlobalOptions& options);   // cache ls|clear|verify|explain
 void add_grad_command(CLI::App& app, GlobalOptions& options);    // grad NET
 void add_train_command(CLI::App& app, GlobalOptions& options);   // train NET --data fashion-mnist
+void add_launch_command(CLI::App& app, GlobalOptions& options);  // launch --worker_num=N -- CMD
 
 inline constexpr AddCommand kCommands[] = {
     add_context_command, add_run_command,  add_print_command, add_passes_command,
     add_ir_command,      add_dump_command, add_cache_command, add_bench_command,
-    add_bisect_command,  add_grad_command, add_train_command,
+    add_bisect_command,  add_grad_command, add_train_command, add_launch_command,
 };
 
 }  // namespace mf::tools

@@ -53,7 +53,8 @@ int main() {
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
   auto gloo_context = std::make_shared<gloo::rendezvous::Context>(rank, size);
-  gloo_context->connectFullMesh(file_store, gloo::transport::tcp::CreateDevice(attr));
+  auto device = gloo::transport::tcp::CreateDevice(attr);
+  gloo_context->connectFullMesh(file_store, device);
   world.barrier("bench start");
 
   if (rank == 0) {

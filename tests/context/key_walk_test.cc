@@ -64,6 +64,9 @@ const std::map<std::string, Json> kRunTime = {
     {"runtime_num_threads", 1},
     {"auto_parallel_context.device_num", 4},
     {"auto_parallel_context.global_rank", 3},
+    {"auto_parallel_context.parallel_mode", "data_parallel"},
+    {"auto_parallel_context.gradients_mean", true},
+    {"auto_parallel_context.all_reduce_fusion_config", Json::array({8, 160})},
 };
 
 const std::set<std::string> kLeadOwned = {"jit_config.infer_boost", "disable_format_transform"};
@@ -103,7 +106,9 @@ Observation observe() {
       << d.compile.verify_every_pass << " mode " << to_string(policy.mode.value) << " rdr "
       << policy.rdr.value.enable << " print '" << policy.print_file_path.value << "'"
       << " check_bprop " << policy.check_bprop.value << " grad_for_scalar "
-      << policy.grad_for_scalar.value;
+      << policy.grad_for_scalar.value << " parallel " << to_string(policy.parallel_mode.value)
+      << " mean " << policy.gradients_mean.value << " splits "
+      << policy.all_reduce_fusion_config.value.size();
   // What the engine applied to the runtime when the context changed.
   engine::current_policy();
   run << " sync " << runtime::default_eager_executor().synchronous() << " pool limit "
@@ -216,7 +221,7 @@ TEST_F(KeyWalkTest, EveryKeyChangesBehaviourOrWarnsAndTheFingerprintFollowsTheCo
   // Every list above is used: a key that disappears from the tables is a failure, not a skip.
   EXPECT_EQ(compiled_keys, static_cast<int>(kCompileRelevant.size()));
   EXPECT_EQ(run_keys, static_cast<int>(kRunTime.size()));
-  EXPECT_GE(inert_keys, 40);
+  EXPECT_GE(inert_keys, 37);  // the data-parallel keys (parallel_mode, ...) now have effect
 }
 
 TEST_F(KeyWalkTest, EnvConfigFileChangesThePlanOnlyAtMemoryLevelO1AndTurnsOnTheRecorder) {

@@ -17,12 +17,14 @@ echo "## all-reduce, 2 workers on one host"
 cat "$logs/bw/worker_0.log"
 
 echo "## training step, global batch 64"
-for net in mlp lenet5; do
-  for round in 1 2; do
-    port=$((port + 1))
-    OMP_NUM_THREADS=2 $python benchmarks/distributed/dp_step.py --net $net --threads 2
-    "$mf" launch --worker_num=2 --master_port=$port --log_dir="$logs/$net$round" -- \
-      env OMP_NUM_THREADS=1 $python benchmarks/distributed/dp_step.py --net $net --threads 1
-    grep median "$logs/$net$round/worker_0.log"
+for mode in graph pynative; do
+  for net in mlp lenet5; do
+    for round in 1 2; do
+      port=$((port + 1))
+      OMP_NUM_THREADS=2 $python benchmarks/distributed/dp_step.py --net $net --mode $mode --threads 2
+      "$mf" launch --worker_num=2 --master_port=$port --log_dir="$logs/$mode$net$round" -- \
+        env OMP_NUM_THREADS=1 $python benchmarks/distributed/dp_step.py --net $net --mode $mode --threads 1
+      grep median "$logs/$mode$net$round/worker_0.log"
+    done
   done
 done

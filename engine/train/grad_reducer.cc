@@ -113,8 +113,13 @@ std::vector<Tensor> DistributedGradReducer::operator()(const std::vector<Tensor>
              gradients[i].defined() ? ir::type_to_string(gradients[i].type()) : "undefined",
              "; it must be ", ir::type_to_string(parameters_[i].type()));
   }
-  ops::sync();
+  // No sync first: op by op, the backward may still be running on the queue. Reading a bucket's
+  // gradients waits for those tensors only, so the first buckets (the last layers', which the
+  // backward produces first) travel while the queue computes the gradients of earlier layers.
+  using Clock = std::chrono::steady_clock;
   double seconds = 0;
+  std::vector<std::pair<Clock::time_point, Clock::time_point>> reduce_spans;
+  Clock::time_point last_gradient_ready = Clock::now();
   std::vector<char> packed;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const std::vector<size_t>& bucket = buckets_[b];
@@ -129,12 +134,14 @@ std::vector<Tensor> DistributedGradReducer::operator()(const std::vector<Tensor>
       }
       offset += gradients[i].nbytes();
     }
+    last_gradient_ready = Clock::now();
     const size_t count = bytes / ir::dtype_size(dtype);
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = Clock::now();
     world.all_reduce(
         packed.data(), count, dtype, runtime::comm::ReduceOp::kSum,
         "gradients bucket " + std::to_string(b) + " (" + echo(names_[bucket.front()]) + ", ...)");
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    reduce_spans.emplace_back(start, Clock::now());
+    seconds += std::chrono::duration<double>(reduce_spans.back().second - start).count();
     if (options_.mean && world.size() > 1) {
       scale_bytes(packed.data(), count, dtype, 1.0 / world.size());
     }
@@ -148,6 +155,16 @@ std::vector<Tensor> DistributedGradReducer::operator()(const std::vector<Tensor>
     }
   }
   last_reduce_seconds_ = seconds;
+  // The part of the communication that ran before the last gradient was ready: what the backward
+  // hid.
+  double overlapped = 0;
+  for (const auto& [start, end] : reduce_spans) {
+    if (start < last_gradient_ready) {
+      overlapped +=
+          std::chrono::duration<double>(std::min(end, last_gradient_ready) - start).count();
+    }
+  }
+  last_overlap_seconds_ = overlapped;
   return reduced;
 }
 
@@ -162,11 +179,18 @@ void DistributedGradReducer::broadcast_parameters() {
     hash = fnv1a(hash, ir::type_to_string(parameters_[i].type()));
     elements += parameters_[i].numel();
   }
-  const int64_t mine[3] = {int64_t(parameters_.size()), elements, int64_t(hash)};
-  std::vector<int64_t> all(size_t(3 * world.size()));
+  const int64_t mine[4] = {int64_t(parameters_.size()), elements, int64_t(hash),
+                           int64_t(options_.device_num)};
+  std::vector<int64_t> all(size_t(4 * world.size()));
   world.all_gather(mine, all.data(), sizeof mine, "parameter check");
+  for (int r = 0; r < world.size(); ++r) {
+    const int64_t device_num = all[size_t(4 * r + 3)];
+    MF_CHECK(device_num == 1 || device_num == world.size(), InvalidArgument,
+             "data_parallel: worker ", r, " has device_num=", device_num, " but the group has ",
+             world.size(), " workers; set device_num to the number of workers or leave it unset");
+  }
   for (int r = 1; r < world.size(); ++r) {
-    const int64_t* theirs = &all[size_t(3 * r)];
+    const int64_t* theirs = &all[size_t(4 * r)];
     MF_CHECK(theirs[0] == all[0] && theirs[1] == all[1] && theirs[2] == all[2], InvalidArgument,
              "data_parallel: worker ", r, " trains ", theirs[0], " parameters of ", theirs[1],
              " elements, worker 0 ", all[0], " of ", all[1],

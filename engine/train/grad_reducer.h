@@ -3,7 +3,8 @@
 // workers of the group, so every worker applies the same update. Gradients travel in buckets
 // (packed into one buffer per all-reduce): all_reduce_fusion_config's split points when given,
 // else buckets of about 4 MiB, filled in backward order (last parameters first, as a backward
-// produces them).
+// produces them). Op by op (PYNATIVE, asynchronous), a bucket is sent as soon as its gradients
+// are computed, while the queue goes on with the rest of the backward.
 
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ struct GradReducerOptions {
   bool mean = false;               // divide the sums by the number of workers
   std::vector<int> split_indices;  // a bucket starts at each gradient index (empty: by size)
   size_t bucket_bytes = size_t{4} << 20;
+  // The auto-parallel context's device_num on this worker: 1 (unset) or the group's size.
+  int device_num = 1;
 };
 
 class DistributedGradReducer {
@@ -29,15 +32,17 @@ class DistributedGradReducer {
   // The reduced gradients, one per parameter, of the parameters' types.
   std::vector<Tensor> operator()(const std::vector<Tensor>& gradients);
 
-  // Checks that every worker trains the same parameters (names, shapes and dtypes), then gives
-  // every worker worker 0's values, in place. InvalidArgument naming the first worker that
-  // differs.
+  // Checks that every worker trains the same parameters (names, shapes and dtypes) with a
+  // device_num that fits the group, then gives every worker worker 0's values, in place.
+  // InvalidArgument on every worker, naming the first worker that differs.
   void broadcast_parameters();
 
   // The buckets, as ranges of gradient indices in reduction order (for tests and dumps).
   const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
   // Seconds spent in all-reduce by the last call.
   double last_reduce_seconds() const { return last_reduce_seconds_; }
+  // Of those, the seconds spent before the last gradient was computed (hidden by the backward).
+  double last_overlap_seconds() const { return last_overlap_seconds_; }
 
  private:
   runtime::comm::Communicator& group() const;
@@ -46,6 +51,7 @@ class DistributedGradReducer {
   GradReducerOptions options_;
   std::vector<std::vector<size_t>> buckets_;
   double last_reduce_seconds_ = 0;
+  double last_overlap_seconds_ = 0;
 };
 
 }  // namespace mf::nn

@@ -71,16 +71,11 @@ Tensor TrainOneStepCell::operator()(const Tensor& data, const Tensor& label,
   const auto policy = engine::current_policy();
   const bool data_parallel = policy->parallel_mode.value == context::ParallelMode::kDataParallel;
   if (data_parallel && reducer_ == nullptr) {
-    const runtime::comm::Communicator* world = runtime::comm::world();
-    MF_CHECK(world == nullptr || policy->device_num.value == 1 ||
-                 policy->device_num.value == world->size(),
-             InvalidArgument, "data_parallel: device_num=", policy->device_num.value,
-             " but the group has ", world != nullptr ? world->size() : 0,
-             " workers; set device_num to the number of workers or leave it unset");
     auto reducer = std::make_unique<DistributedGradReducer>(
         optimizer_->parameter_names(), optimizer_->parameters(),
         GradReducerOptions{.mean = policy->gradients_mean.value,
-                           .split_indices = policy->all_reduce_fusion_config.value});
+                           .split_indices = policy->all_reduce_fusion_config.value,
+                           .device_num = policy->device_num.value});
     reducer->broadcast_parameters();
     reducer_ = std::move(reducer);
   }

@@ -48,7 +48,8 @@ void bind_comm(py::module_& m) {
              return std::make_shared<nn::DistributedGradReducer>(
                  std::move(names), std::move(tensors),
                  nn::GradReducerOptions{.mean = mean,
-                                        .split_indices = policy->all_reduce_fusion_config.value});
+                                        .split_indices = policy->all_reduce_fusion_config.value,
+                                        .device_num = policy->device_num.value});
            }),
            py::arg("parameters"), py::arg("mean"))
       .def(
@@ -65,7 +66,9 @@ void bind_comm(py::module_& m) {
            })
       .def_property_readonly("_buckets", &nn::DistributedGradReducer::buckets)
       .def_property_readonly("_last_reduce_seconds",
-                             &nn::DistributedGradReducer::last_reduce_seconds);
+                             &nn::DistributedGradReducer::last_reduce_seconds)
+      .def_property_readonly("_last_overlap_seconds",
+                             &nn::DistributedGradReducer::last_overlap_seconds);
 }
 
 }  // namespace mf::python

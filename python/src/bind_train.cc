@@ -304,7 +304,14 @@ void bind_train(py::module_& m) {
             py::gil_scoped_release release;
             return self(data, label);
           },
-          py::arg("data"), py::arg("label"));
+          py::arg("data"), py::arg("label"))
+      // Data parallel: seconds in all-reduce in the last step, and how many of them the backward
+      // hid; None outside data parallelism.
+      .def_property_readonly("_reduce_seconds", [](const nn::TrainOneStepCell& self) -> py::object {
+        const nn::DistributedGradReducer* reducer = self.grad_reducer();
+        if (reducer == nullptr) return py::none();
+        return py::make_tuple(reducer->last_reduce_seconds(), reducer->last_overlap_seconds());
+      });
 }
 
 }  // namespace mf::python

@@ -64,16 +64,25 @@ const ir::OpRegistration kAllReduce =
           reduce_op_of(attrs);
           return std::vector<RefTensor>{in[0]};
         })
-        // Every worker's loss depends on every worker's input through the sum, so the gradient
-        // of each input is the sum of the output gradients of all workers.
-        .backward({},
+        // Every worker's loss depends on every worker's input through the reduction, so a
+        // gradient gathers the output gradients of all workers: the sum of them for op=sum, and
+        // for max/min that sum on the workers whose input was the extreme (each of them, on a tie).
+        .backward({.inputs = 1, .outputs = 1},
                   [](ir::GradBuilder& b) {
-                    MF_CHECK(reduce_op_of(b.attrs()) == comm::ReduceOp::kSum, Unsupported,
-                             "all_reduce: only op='sum' has a gradient rule");
-                    b.set_grad(0, b.op("all_reduce", {b.dout(0)}, {{"op", std::string("sum")}}));
+                    if (!b.wants_grad(0)) return;
+                    const comm::ReduceOp op = reduce_op_of(b.attrs());
+                    MF_CHECK(op != comm::ReduceOp::kProd, Unsupported,
+                             "all_reduce: op='prod' has no gradient rule; use sum, max or min");
+                    const ir::GradValue total =
+                        b.op("all_reduce", {b.dout(0)}, {{"op", std::string("sum")}});
+                    if (op == comm::ReduceOp::kSum) return b.set_grad(0, total);
+                    const ir::GradValue extreme =
+                        b.op("cast", {b.op("equal", {b.input(0), b.output(0)})},
+                             {{"dtype", b.input_type(0).dtype}});
+                    b.set_grad(0, b.op("mul", {total, extreme}));
                   })
-        .samples({sample({f32({3, 4})}), sample({f64({0, 2})}, {{"op", std::string("max")}}),
-                  sample({i64({5})}, {{"op", std::string("min")}})})
+        .samples({sample({f32({3, 4})}), sample({f64({2, 3})}, {{"op", std::string("max")}}),
+                  sample({f32({0, 2})}, {{"op", std::string("min")}}), sample({i64({5})})})
         .doc("reduces input 0 over the workers of the group (op: sum, max, min, prod)");
 
 const ir::OpRegistration kAllGather =

@@ -6,7 +6,7 @@
 //   comm_worker train MODE MEAN STEPS OUT   data parallel, each worker half of every batch
 //   comm_worker reference MODE MEAN STEPS OUT   one process summing the two halves' gradients
 //   comm_worker global MODE STEPS OUT   one process on the whole batch, mean loss
-//   comm_worker die | hang | mismatch
+//   comm_worker die | hang | mismatch | device_num
 
 #include <signal.h>
 #include <unistd.h>
@@ -89,6 +89,10 @@ int collectives() {
   expect(sum == std::vector<double>(3, size * (size + 1) / 2.0), "all_reduce sum");
   const auto max = ops::call("all_reduce", {mine}, {{"op", std::string("max")}})[0].to_doubles();
   expect(max == std::vector<double>(3, size), "all_reduce max");
+  const auto prod = ops::call("all_reduce", {mine}, {{"op", std::string("prod")}})[0].to_doubles();
+  double factorial = 1;
+  for (int r = 1; r <= size; ++r) factorial *= r;
+  expect(prod == std::vector<double>(3, factorial), "all_reduce prod");
   const Tensor ints = Tensor::from_vector(std::vector<int64_t>{int64_t(rank), 10}, {2});
   const auto isum = ops::call("all_reduce", {ints})[0].to_doubles();
   expect(isum[0] == size * (size - 1) / 2.0 && isum[1] == 10.0 * size, "all_reduce int64");
@@ -206,11 +210,15 @@ int lose_worker(bool die) {
   }
 }
 
-int mismatch() {
+// Worker 1 builds another network, or (device_num) says the job has 4 devices.
+int mismatch(bool device_num) {
   communication::init();
   context::set_auto_parallel_context({{"parallel_mode", "data_parallel"}});
   const int rank = communication::get_rank();
-  Job job = make_job(3, rank == 1 ? 12 : 16);
+  if (device_num && rank == 1) {
+    context::set_auto_parallel_context({{"device_num", 4}, {"global_rank", 1}});
+  }
+  Job job = make_job(3, rank == 1 && !device_num ? 12 : 16);
   nn::TrainOneStepCell step(job.with_loss, job.optimizer);
   auto [x, y] = batch_rows(100, 0, kBatch / 2);
   try {
@@ -235,7 +243,8 @@ int run(int argc, char** argv) {
   if (scenario == "global" && argc == 5) return global(argv[2], std::atoi(argv[3]), argv[4]);
   if (scenario == "die") return lose_worker(true);
   if (scenario == "hang") return lose_worker(false);
-  if (scenario == "mismatch") return mismatch();
+  if (scenario == "mismatch") return mismatch(false);
+  if (scenario == "device_num") return mismatch(true);
   std::cerr << "comm_worker: unknown scenario or arguments" << std::endl;
   return 2;
 }

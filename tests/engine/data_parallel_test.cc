@@ -235,6 +235,14 @@ TEST_F(DataParallelTest, WorkersWithDifferentNetworksStopWithAClearError) {
   }
 }
 
+TEST_F(DataParallelTest, ADeviceNumThatIsNotTheGroupsIsAnErrorOnEveryWorker) {
+  for (const Worker& w : run({"device_num"}, 2)) {
+    EXPECT_EQ(w.status, 3) << w.output;
+    EXPECT_NE(w.output.find("worker 1 has device_num=4 but the group has 2"), std::string::npos)
+        << w.output;
+  }
+}
+
 TEST_F(DataParallelTest, AMissingOrMalformedVariableIsNamed) {
   auto workers = run({"collectives"}, 0, {"MS_WORKER_NUM=2", "MS_NODE_ID=5", "MS_SCHED_PORT=1"});
   EXPECT_EQ(workers[0].status, 1);

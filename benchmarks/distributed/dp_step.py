@@ -22,6 +22,7 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--mode", choices=("graph", "pynative"), default="graph")
+    parser.add_argument("--fusion", default="", help="all_reduce_fusion_config, e.g. 2,4")
     args = parser.parse_args()
 
     init()
@@ -30,7 +31,8 @@ def main():
                    jit_config={"jit_level": "O1"}, runtime_num_threads=args.threads)
     if size > 1:
         ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL,
-                                     gradients_mean=True)
+                                     gradients_mean=True, all_reduce_fusion_config=[
+                                         int(i) for i in args.fusion.split(",") if i])
     x = ms.models.make_input(args.net).asnumpy()
     x = np.concatenate([x] * (args.batch // x.shape[0] + 1))[:args.batch]
     part = args.batch // size
@@ -50,7 +52,7 @@ def main():
                 reduce.append(r)
                 hidden.append(h)
     if rank == 0:
-        line = (f"{args.net} {args.mode} batch {args.batch} workers {size} threads {args.threads}: "
+        line = (f"{args.net} {args.mode} fusion [{args.fusion}] batch {args.batch} workers {size} threads {args.threads}: "
                 f"median step {1e3 * float(np.median(times)):.3f} ms")
         if reduce:
             line += (f", all-reduce {1e3 * float(np.median(reduce)):.3f} ms of which "

@@ -5,7 +5,7 @@
 #     1 process x 2 threads, taken in turn A B A B.
 set -euo pipefail
 build=${1:-build}
-mf=$build/tools/mf
+mf=$build/mf
 python=/usr/bin/python3
 export PYTHONPATH=$build/python
 logs=$(mktemp -d)

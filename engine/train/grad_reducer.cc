@@ -2,8 +2,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "engine/ops.h"
+#include "runtime/eager_executor.h"
 
 namespace mf::nn {
 namespace {
@@ -119,7 +121,25 @@ std::vector<Tensor> DistributedGradReducer::operator()(const std::vector<Tensor>
   using Clock = std::chrono::steady_clock;
   double seconds = 0;
   std::vector<std::pair<Clock::time_point, Clock::time_point>> reduce_spans;
-  Clock::time_point last_gradient_ready = Clock::now();
+  // When the backward is still on the op queue, a watcher notes when its last task ends, so the
+  // report can say how much of the communication the backward hid.
+  uint64_t last_task = 0;
+  for (const Tensor& g : gradients) last_task = std::max(last_task, g.impl()->ready_seq);
+  runtime::EagerExecutor& queue = runtime::default_eager_executor();
+  Clock::time_point backward_end = Clock::now();
+  std::thread watcher;
+  if (last_task != 0 && !queue.is_done(last_task)) {
+    watcher = std::thread([&queue, last_task, &backward_end] {
+      while (!queue.is_done(last_task)) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      backward_end = Clock::now();
+    });
+  }
+  struct JoinOnExit {
+    std::thread& thread;
+    ~JoinOnExit() {
+      if (thread.joinable()) thread.join();
+    }
+  } join_on_exit{watcher};
   std::vector<char> packed;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     const std::vector<size_t>& bucket = buckets_[b];
@@ -134,7 +154,6 @@ std::vector<Tensor> DistributedGradReducer::operator()(const std::vector<Tensor>
       }
       offset += gradients[i].nbytes();
     }
-    last_gradient_ready = Clock::now();
     const size_t count = bytes / ir::dtype_size(dtype);
     const auto start = Clock::now();
     world.all_reduce(
@@ -155,13 +174,13 @@ std::vector<Tensor> DistributedGradReducer::operator()(const std::vector<Tensor>
     }
   }
   last_reduce_seconds_ = seconds;
-  // The part of the communication that ran before the last gradient was ready: what the backward
-  // hid.
+  // Every gradient has been read, so the backward is over and the watcher ends at once.
+  if (watcher.joinable()) watcher.join();
+  // The communication that ran while the backward was still running: what the backward hid.
   double overlapped = 0;
   for (const auto& [start, end] : reduce_spans) {
-    if (start < last_gradient_ready) {
-      overlapped +=
-          std::chrono::duration<double>(std::min(end, last_gradient_ready) - start).count();
+    if (start < backward_end) {
+      overlapped += std::chrono::duration<double>(std::min(end, backward_end) - start).count();
     }
   }
   last_overlap_seconds_ = overlapped;

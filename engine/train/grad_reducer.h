@@ -41,7 +41,8 @@ class DistributedGradReducer {
   const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
   // Seconds spent in all-reduce by the last call.
   double last_reduce_seconds() const { return last_reduce_seconds_; }
-  // Of those, the seconds spent before the last gradient was computed (hidden by the backward).
+  // Of those, the seconds during which the backward was still computing gradients on the op
+  // queue (hidden by it).
   double last_overlap_seconds() const { return last_overlap_seconds_; }
 
  private:

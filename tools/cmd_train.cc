@@ -1,22 +1,28 @@
 // `mf train NET --data fashion-mnist`: trains a sample network on Fashion-MNIST with MindSpore's
 // pieces (WithLossCell, TrainOneStepCell, an optimizer) in the mode the context says: a progress
 // line (step, loss, steps/s, ETA), the test accuracy after each epoch, the step's peak memory, an
-// SVG of the loss curve, and optionally a MindSpore checkpoint of the trained weights.
+// SVG of the loss curve, and optionally a MindSpore checkpoint of the trained weights. Started by
+// `mf launch`, each worker trains on its shard of the data with the gradients averaged over the
+// workers (data parallel), and worker 0 reports and writes the files.
 
 #include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 
+#include "context/parallel_context.h"
 #include "engine/data/batches.h"
 #include "engine/data/fashion_mnist.h"
+#include "engine/distributed/communication.h"
 #include "engine/engine_state.h"
 #include "engine/io/checkpoint.h"
 #include "engine/models/registry.h"
 #include "engine/ops.h"
 #include "engine/train/train_cells.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/memory_format.h"
 #include "runtime/memory_pool.h"
 #include "tools/commands.h"
@@ -139,13 +145,35 @@ void train(const TrainOptions& o) {
   MF_CHECK(o.steps >= 0, InvalidArgument, "--steps must be 0 (all) or positive, got ", o.steps);
   const models::NetSpec& spec = models::find_net(o.target);
   const Layout layout = layout_for(spec, o.seed);
+  // In a job (MS_WORKER_NUM set, as mf launch does): data parallel, --batch per worker, the
+  // gradients averaged, so the learning rate means what it means for one process on the global
+  // batch.
+  communication::init();
+  // Leaving waits for the other workers at a barrier; a worker that fails leaves without it (the
+  // others then name it as gone).
+  struct Release {
+    ~Release() {
+      if (std::uncaught_exceptions() == 0) communication::release();
+    }
+  } release_on_exit;
+  const int workers = communication::get_group_size(), rank = communication::get_rank();
+  if (workers > 1) {
+    context::set_auto_parallel_context(
+        {{"parallel_mode", "data_parallel"}, {"gradients_mean", true}});
+  }
+  const bool reporter = rank == 0;
   auto train_set =
       std::make_shared<const data::ImageSet>(data::load_fashion_mnist(o.data_dir, "train"));
   auto test_set =
       std::make_shared<const data::ImageSet>(data::load_fashion_mnist(o.data_dir, "test"));
   data::Batches train_batches(
       train_set,
-      {.batch_size = o.batch, .drop_remainder = true, .shuffle = o.shuffle, .seed = o.seed},
+      {.batch_size = o.batch,
+       .drop_remainder = true,
+       .shuffle = o.shuffle,
+       .seed = o.seed,
+       .num_shards = workers > 1 ? std::optional<int64_t>(workers) : std::nullopt,
+       .shard_id = workers > 1 ? std::optional<int64_t>(rank) : std::nullopt},
       transform_for(layout));
   data::Batches test_batches(test_set, {.batch_size = 256}, transform_for(layout));
   std::shared_ptr<nn::Cell> net = spec.make(o.seed);
@@ -154,8 +182,12 @@ void train(const TrainOptions& o) {
   nn::TrainOneStepCell step(with_loss, make_optimizer(o, *net));
 
   const bool graph = engine::current_policy()->mode.value == context::ExecutionMode::kGraph;
-  const int64_t per_epoch =
+  int64_t per_epoch =
       o.steps > 0 ? std::min(o.steps, train_batches.num_batches()) : train_batches.num_batches();
+  // Shards may differ by a sample, and so by a batch: every worker takes the fewest, so all make
+  // the same number of steps (of all-reduces).
+  runtime::comm::world()->all_reduce(&per_epoch, 1, DType::kInt64, runtime::comm::ReduceOp::kMin,
+                                     "steps per epoch");
   MF_CHECK(per_epoch > 0, InvalidArgument, "--batch ", o.batch, " is larger than the ",
            train_batches.num_samples(), " training images");
   std::printf(
@@ -164,6 +196,10 @@ void train(const TrainOptions& o) {
       spec.name.c_str(), (long long)train_set->size(), (long long)test_set->size(),
       graph ? "GRAPH_MODE" : "PYNATIVE_MODE", o.optimizer.c_str(), o.lr, (long long)o.batch,
       o.epochs, (long long)per_epoch);
+  if (workers > 1) {
+    std::printf("data parallel: %d workers, each on its shard of %lld images, gradients averaged\n",
+                workers, (long long)train_batches.num_samples());
+  }
   const bool tty = isatty(fileno(stdout)) != 0;
   char lr_text[32];
   std::snprintf(lr_text, sizeof(lr_text), "%g", o.lr);
@@ -208,6 +244,7 @@ void train(const TrainOptions& o) {
                 runtime::format_bytes(step.graph_report().planned_peak_bytes).c_str());
   }
   std::printf("\n");
+  if (!reporter) return;  // worker 0 writes the files: every worker holds the same weights
   if (!o.checkpoint.empty()) {
     checkpoint::save(o.checkpoint, *net);
     std::printf("checkpoint: %s\n", o.checkpoint.c_str());

@@ -106,8 +106,8 @@ class GlooCommunicator : public Communicator {
       throw;
     } catch (const std::exception& e) {
       MF_FAIL(Unavailable, "communication.init: worker ", options.rank, " of ", options.size,
-              " could not connect to the others within ", options.timeout.count() / 1000.0,
-              " s: ", echo(e.what()));
+              " could not connect to the others: ", missing_workers(0), " (gloo: ", echo(e.what()),
+              ")");
     }
   }
 

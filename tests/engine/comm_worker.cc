@@ -188,6 +188,8 @@ int global(const std::string& mode, int steps, const std::string& out) {
 int lose_worker(bool die) {
   communication::init();
   const int rank = communication::get_rank();
+  // One collective first: the group is whole, then worker 1 goes (mid-training, not mid-join).
+  ops::call("all_reduce", {Tensor::full({4}, 1.0)})[0].to_doubles();
   if (rank == 1) {
     if (die) ::raise(SIGKILL);
     std::this_thread::sleep_for(std::chrono::seconds(6));

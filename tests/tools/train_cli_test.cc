@@ -103,6 +103,29 @@ TEST_F(TrainCliTest, GraphAndPynativeTrainToTheSameCheckpointBytes) {
   EXPECT_TRUE(a == b) << "the trained weights differ between GRAPH and PYNATIVE";
 }
 
+// Two workers started by mf launch train on their shards with averaged gradients; worker 0
+// writes the checkpoint, and the network learns.
+TEST_F(TrainCliTest, TwoWorkersUnderMfLaunchTrainDataParallel) {
+  const fs::path ckpt = dir_ / "dp.ckpt", logs = dir_ / "logs";
+  const auto run =
+      run_mf("launch --worker_num=2 --master_port=" + std::to_string(20000 + ::getpid() % 20000) +
+             " --log_dir=" + logs.string() + " -- env OMP_NUM_THREADS=1 " + MF_BINARY +
+             " train lenet5 --mode graph --epochs 2 --batch 16 --lr 0.05" + data() +
+             " --checkpoint " + ckpt.string());
+  ASSERT_EQ(run.code, 0) << run.err << testing::slurp(logs / "worker_0.log")
+                         << testing::slurp(logs / "worker_1.log");
+  const std::string log0 = testing::slurp(logs / "worker_0.log");
+  const std::string log1 = testing::slurp(logs / "worker_1.log");
+  EXPECT_NE(log0.find("data parallel: 2 workers, each on its shard of 768 images"),
+            std::string::npos)
+      << log0;
+  EXPECT_NE(log0.find("2 epoch(s) of 48 steps"), std::string::npos) << log0;
+  EXPECT_GT(last_accuracy(log0), 80.0) << log0;
+  // The same weights on both workers: the same test accuracy, to the digit.
+  EXPECT_EQ(last_accuracy(log0), last_accuracy(log1)) << log1;
+  EXPECT_EQ(checkpoint::load(ckpt).size(), 10u);
+}
+
 TEST_F(TrainCliTest, BadOptionsAndDataAreClearErrors) {
   struct Case {
     std::string args, message;

@@ -1,6 +1,7 @@
 #include "context/policy.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -108,11 +109,24 @@ void decide_fusion(const Snapshot& snapshot, JitLevel jit, Policy& policy) {
       extra(policy.fusion_flags.enable_recompute_fusion, "enable_recompute_fusion", false);
 }
 
-void decide_threads(const Snapshot& snapshot, int cores, Policy& policy) {
+// Workers that mf launch started on this host (MS_LOCAL_WORKER_NUM): they share its cores.
+int local_workers() {
+  const char* text = std::getenv("MS_LOCAL_WORKER_NUM");
+  if (text == nullptr) return 1;
+  char* end = nullptr;
+  const long n = std::strtol(text, &end, 10);
+  return end != text && *end == '\0' && n >= 1 && n <= 4096 ? int(n) : 1;
+}
+
+void decide_threads(const Snapshot& snapshot, int cores, int sharing, Policy& policy) {
   const int requested = snapshot.values()["runtime_num_threads"].get<int>();
   const std::string given =
       "runtime_num_threads=" + std::to_string(requested) + origin(snapshot, "runtime_num_threads");
-  const std::string machine = std::to_string(cores) + " core" + (cores == 1 ? "" : "s");
+  const std::string machine =
+      std::to_string(cores) + " core" + (cores == 1 ? "" : "s") +
+      (sharing > 1 ? " (this worker's share: MS_LOCAL_WORKER_NUM=" + std::to_string(sharing) +
+                         " workers on this host)"
+                   : "");
   if (requested == 0) {
     policy.intra_op_threads = {cores, given + " means every core: " + machine};
   } else if (requested > cores) {
@@ -361,9 +375,12 @@ Policy derive_policy(const Snapshot& snapshot, std::optional<JitLevel> network_j
 
 Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
   const Json& v = snapshot.values();
-  const int cores = options.cores > 0
-                        ? options.cores
-                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  // Workers started together on one host split its cores, so they do not oversubscribe it.
+  const int sharing = options.cores > 0 ? 1 : local_workers();
+  const int cores =
+      options.cores > 0
+          ? options.cores
+          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / sharing);
   Policy policy;
 
   const bool graph = v["mode"] == 0;
@@ -484,7 +501,7 @@ Policy derive_policy(const Snapshot& snapshot, const DeriveOptions& options) {
                          "results (on a queue thread or on the caller: pynative.queue_thread); "
                          "errors surface at the next sync point") +
           (graph ? " (applies in PYNATIVE_MODE only)" : ""));
-  decide_threads(snapshot, cores, policy);
+  decide_threads(snapshot, cores, sharing, policy);
   // A queue thread overlaps the caller's work with the kernels only on a core the kernels leave
   // idle; beside intra-op threads on every core it takes cores from them at each hand-off (mf run,
   // two threads on two cores, op by op: mobilenet_v2 8.9 ms queued against 3.9 ms on the caller,

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "tests/context/context_fixture.h"
 
@@ -361,6 +362,28 @@ TEST(ContextJitLevelTest, ParsesNames) {
   EXPECT_EQ(to_string(JitLevel::kO1), "O1");
   EXPECT_EQ(error_message([] { parse_jit_level("O3"); }),
             "jit_level 'O3' is not recognized; use O0, O1 or O2");
+}
+
+}  // namespace
+}  // namespace mf::context
+
+namespace mf::context {
+namespace {
+
+// Workers that mf launch starts on one host share its cores: each defaults to its share of the
+// intra-op threads, and the reason says why.
+TEST_F(ContextTest, LocalWorkersSplitTheCores) {
+  const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  ::setenv("MS_LOCAL_WORKER_NUM", "2", 1);
+  const Policy shared = derive_policy(snapshot(), DeriveOptions{});
+  ::setenv("MS_LOCAL_WORKER_NUM", "not a number", 1);
+  const Policy malformed = derive_policy(snapshot(), DeriveOptions{});
+  ::unsetenv("MS_LOCAL_WORKER_NUM");
+  const Policy alone = derive_policy(snapshot(), DeriveOptions{});
+  EXPECT_EQ(shared.intra_op_threads.value, std::max(1, machine / 2));
+  EXPECT_THAT(shared.intra_op_threads.reason, HasSubstr("MS_LOCAL_WORKER_NUM=2"));
+  EXPECT_EQ(alone.intra_op_threads.value, machine);
+  EXPECT_EQ(malformed.intra_op_threads.value, machine);
 }
 
 }  // namespace

@@ -37,6 +37,25 @@ WORKER = textwrap.dedent("""
     assert b.asnumpy().tolist() == [10.0]
 
     ms.set_context(mode=ms.GRAPH_MODE if mode == "graph" else ms.PYNATIVE_MODE, deterministic="ON")
+
+    # A network's own collective (hybrid_parallel), traced and compiled in GRAPH mode; the dump
+    # names it, below rank_<id>/ since init() set device_num.
+    class Summed(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.all_reduce = ops.AllReduce()
+
+        def construct(self, x):
+            return self.all_reduce(x * 2.0) + 1.0
+
+    ms.set_context(save_graphs=1, save_graphs_path=out + "_ir")
+    got = Summed()(ms.Tensor(np.full((2, 2), rank + 1.0, np.float32))).asnumpy()
+    assert got.tolist() == [[7.0, 7.0], [7.0, 7.0]], got
+    ms.set_context(save_graphs=0)
+    if mode == "graph":
+        import glob
+        dumps = glob.glob(out + f"_ir/rank_{rank}/**/*.ir", recursive=True)
+        assert dumps and any("all_reduce" in open(f).read() for f in dumps), dumps
     ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.DATA_PARALLEL, gradients_mean=True)
     rng = np.random.default_rng(7)
     data = rng.standard_normal((6, 16, 784)).astype(np.float32)

@@ -3,7 +3,7 @@
 // plain or blocked layouts (created once per shape and thread count through the primitive cache,
 // runtime/dnnl/), the direct NCHW depthwise kernel (runtime/kernels/depthwise_conv.cc), or the
 // packed-weights GEMM for small planes (runtime/kernels/packed_conv.cc). oneDNN has no float64
-// convolution: in float64 each (image, group) is im2col + one Eigen GEMM.
+// convolution: in float64 each (image, group) is im2col + a plain product in index order.
 //
 // data_format "NHWC" (channels last: x, y as (N, H, W, C); weights stay OIHW) is what the
 // format-transform pass (passes/format_transform.cc) gives float32 convolutions so that a chain of
@@ -18,8 +18,6 @@
 //
 // Padding is [pad_h, pad_w] (both sides) or [top, bottom, left, right]; output sizes round down, as
 // in PyTorch and MindSpore's "pad" mode.
-
-#include <Eigen/Core>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -51,9 +49,6 @@ using ir::Trait;
 
 // Output planes from this many positions up run conv2d in oneDNN's blocked layouts (see DnnlConv).
 constexpr int64_t kBlockedMinOutputPlane = 14 * 14;
-
-template <typename T>
-using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
 // ---- conv2d ----
 
@@ -259,11 +254,23 @@ void conv2d_typed(const ir::KernelContext& ctx) {
         }
         cols = col.data();
       }
-      Eigen::Map<RowMatrix<T>> out(y + (n * out_channels + g * og) * plane, og, plane);
-      out.noalias() = Eigen::Map<const RowMatrix<T>>(w + g * og * patch, og, patch) *
-                      Eigen::Map<const RowMatrix<T>>(cols, patch, plane);
-      if (bias != nullptr) {
-        out.colwise() += Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(bias + g * og, og);
+      // Each output sums its patch in index order, one multiply and one add per term, on any
+      // thread. Eigen's product here (a vector-matrix one when og is 1) gave different bits on
+      // the calling thread and on the pool's threads, depending on the process's memory layout
+      // (the path of the executable was enough to change them).
+      T* out = y + (n * out_channels + g * og) * plane;
+      const T* wg = w + g * og * patch;
+      for (int64_t o = 0; o < og; ++o) {
+        T* row = out + o * plane;
+        std::fill(row, row + plane, T(0));
+        for (int64_t k = 0; k < patch; ++k) {
+          const T weight = wg[o * patch + k];
+          const T* in = cols + k * plane;
+          for (int64_t p = 0; p < plane; ++p) row[p] += weight * in[p];
+        }
+        if (bias != nullptr) {
+          for (int64_t p = 0; p < plane; ++p) row[p] += bias[g * og + o];
+        }
       }
     }
   });
@@ -738,7 +745,7 @@ void conv2d_kernel(const ir::KernelContext& ctx) {
     if (ctx.outputs[0].type.dtype == DType::kFloat64) return conv2d_no_channels<double>(ctx);
     return conv2d_no_channels<float>(ctx);
   }
-  // oneDNN convolves float32 only: float64 keeps the im2col + Eigen path.
+  // oneDNN convolves float32 only: float64 keeps the im2col path.
   if (ctx.outputs[0].type.dtype == DType::kFloat64) {
     if (channels_last("conv2d", ctx.attrs)) {
       run_nhwc_as_nchw(ctx, conv2d_typed<double>);

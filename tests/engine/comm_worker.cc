@@ -116,6 +116,13 @@ int collectives() {
   } catch (const Error& e) {
     expect(std::string(e.what()).find("built for a group of") != std::string::npos, e.what());
   }
+  try {
+    ops::call("broadcast", {row}, {{"root_rank", int64_t(size)}})[0].to_doubles();
+    expect(false, "broadcast from a root outside the group ran");
+  } catch (const Error& e) {
+    expect(std::string(e.what()).find("is not a worker of this group") != std::string::npos,
+           e.what());
+  }
   communication::release();
   std::cout << "collectives rank " << rank << " failures " << failures << std::endl;
   return failures == 0 ? 0 : 1;

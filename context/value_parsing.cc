@@ -430,16 +430,6 @@ void check_ge_options(std::string_view api, const KeySpec&, const Json& value) {
   }
 }
 
-void check_fusion_split_points(std::string_view api, const KeySpec&, const Json& value) {
-  for (size_t i = 0; i < value.size(); ++i) {
-    const int64_t index = value[i].get<int64_t>();
-    expect(index > 0 && (i == 0 || index > value[i - 1].get<int64_t>()), api,
-           "all_reduce_fusion_config",
-           "the split points must be positive gradient indices in ascending order; element " +
-               std::to_string(i) + " is " + std::to_string(index));
-  }
-}
-
 void check_comm_fusion(std::string_view api, const KeySpec&, const Json& value) {
   for (const auto& [type, config] : value.items()) {
     expect(type == "allreduce" || type == "allgather" || type == "reducescatter", api,

@@ -54,8 +54,6 @@ void check_graph_kernel_flags(std::string_view api, const KeySpec& spec, const J
 // One warning per unknown flag of a valid graph_kernel_flags value (they are ignored).
 std::vector<std::string> graph_kernel_flags_warnings(const Json& value);
 void check_ge_options(std::string_view api, const KeySpec& spec, const Json& value);
-// all_reduce_fusion_config: positive gradient indices, ascending.
-void check_fusion_split_points(std::string_view api, const KeySpec& spec, const Json& value);
 void check_comm_fusion(std::string_view api, const KeySpec& spec, const Json& value);
 void check_enable_ps(std::string_view api, const KeySpec& spec, const Json& value);
 

@@ -142,7 +142,7 @@ def test_semi_auto_parallel_is_validated_and_reported_inert():
     ms.set_auto_parallel_context(parallel_mode=ms.ParallelMode.SEMI_AUTO_PARALLEL)
     try:
         assert ms.get_auto_parallel_context("parallel_mode") == "semi_auto_parallel"
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="non-negative, ascending integers"):
             ms.set_auto_parallel_context(all_reduce_fusion_config=[4, 2])
     finally:
         ms.reset_auto_parallel_context()

@@ -21,6 +21,7 @@ struct GradForms {
     std::shared_ptr<CompiledNetwork> network;
   };
   std::vector<std::unique_ptr<Form>> entries;
+  GradFunction::GraphRewrite rewrite;
   std::shared_ptr<const DerivedPolicy> derived;
   GraphRunReport last_report;
 };
@@ -62,6 +63,7 @@ std::vector<int64_t> wrt_parameters(nn::Cell& cell, const std::vector<engine::Bi
 
 std::unique_ptr<engine::GradForms::Form> compile_gradient(nn::Cell& cell, const Tensor& x,
                                                           const GradSpec& spec,
+                                                          const GradFunction::GraphRewrite& rewrite,
                                                           const engine::DerivedPolicy& derived,
                                                           engine::GraphRunReport& report) {
   static std::atomic<int> compile_counter{0};
@@ -105,6 +107,7 @@ std::unique_ptr<engine::GradForms::Form> compile_gradient(nn::Cell& cell, const 
                       {"Gradients/Default", ""})
             ->output());
   }
+  if (rewrite) rewrite(graph, first_grad + (spec.input ? 1 : 0));
   const std::string prefix = "Gradients_" + graph.name() + "_" + std::to_string(++compile_counter);
   form->network = engine::compile(std::move(trace.graph), x.type(), policy, derived.fingerprint,
                                   engine::driver_options(policy, prefix));
@@ -146,6 +149,11 @@ const engine::GraphRunReport& GradFunction::graph_report() const {
   return forms_->last_report;
 }
 
+void GradFunction::set_graph_rewrite(GraphRewrite rewrite) {
+  forms_->rewrite = std::move(rewrite);
+  forms_->entries.clear();
+}
+
 Gradients GradFunction::operator()(const Tensor& x, const Tensor& sens,
                                    std::source_location where) {
   MF_CHECK(x.defined(), InvalidArgument, "the gradient of ", cell_.class_name(),
@@ -159,6 +167,7 @@ Gradients GradFunction::operator()(const Tensor& x, const Tensor& sens,
   }
   const auto policy = engine::current_policy();
   if (policy->mode.value != context::ExecutionMode::kGraph || engine::op_by_op_forced()) {
+    forms_->last_report = {};
     engine::GradTape tape;
     std::vector<Tensor> wrt;
     if (spec_.input) {
@@ -186,7 +195,7 @@ Gradients GradFunction::operator()(const Tensor& x, const Tensor& sens,
     }
   }
   if (form == nullptr) {
-    forms_->entries.push_back(compile_gradient(cell_, x, spec_, *derived, report));
+    forms_->entries.push_back(compile_gradient(cell_, x, spec_, forms_->rewrite, *derived, report));
     form = forms_->entries.back().get();
   }
   engine::describe_network(*form->network, derived->policy, report.compiled, report);

@@ -36,6 +36,9 @@ struct Gradients {
 namespace engine {
 struct GradForms;
 }
+namespace ir {
+class Graph;
+}
 
 class GradFunction {
  public:
@@ -49,8 +52,15 @@ class GradFunction {
   // `sens` seeds the backward when the spec says sens_param (of the output's type); otherwise ones.
   Gradients operator()(const Tensor& x, const Tensor& sens = Tensor(),
                        std::source_location where = std::source_location::current());
-  // GRAPH mode: what the last call compiled or reused (as Cell::graph_report).
+  // GRAPH mode: what the last call compiled or reused (as Cell::graph_report); `ran` is false
+  // after a call that ran op by op.
   const engine::GraphRunReport& graph_report() const;
+
+  // GRAPH mode: edits each differentiated graph before it is compiled, given the index of its
+  // first weight-gradient output (the data-parallel all-reduces go in this way). Setting it drops
+  // the forms compiled so far; null removes it.
+  using GraphRewrite = std::function<void(ir::Graph& graph, size_t first_weight_output)>;
+  void set_graph_rewrite(GraphRewrite rewrite);
 
  private:
   nn::Cell& cell_;

@@ -3,8 +3,10 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <unordered_map>
 
 #include "engine/ops.h"
+#include "ir/graph.h"
 #include "runtime/eager_executor.h"
 
 namespace mf::nn {
@@ -185,6 +187,56 @@ std::vector<Tensor> DistributedGradReducer::operator()(const std::vector<Tensor>
   }
   last_overlap_seconds_ = overlapped;
   return reduced;
+}
+
+void DistributedGradReducer::insert_into(ir::Graph& graph, size_t first_gradient_output) const {
+  MF_CHECK(graph.outputs().size() == first_gradient_output + parameters_.size(), Internal,
+           "DistributedGradReducer: the graph has ", graph.outputs().size(), " outputs, not ",
+           parameters_.size(), " gradients after ", first_gradient_output);
+  graph.sort_nodes();
+  std::unordered_map<const ir::Node*, size_t> position;
+  for (const ir::Node& node : graph.nodes()) position.emplace(&node, position.size());
+  const ir::NodeInfo info{"Gradients/Default/grad_reducer-DistributedGradReducer", ""};
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    const std::vector<size_t>& bucket = buckets_[b];
+    std::vector<ir::Value> gradients;
+    const ir::Node* last = nullptr;
+    for (size_t i : bucket) {
+      const ir::Value g = graph.outputs()[first_gradient_output + i];
+      gradients.push_back(g);
+      if (g.node() != nullptr && (last == nullptr || position.at(g.node()) > position.at(last))) {
+        last = g.node();
+      }
+    }
+    // Right after the bucket's last gradient, so the bucket travels during the rest of the
+    // backward; a bucket of parameters and constants alone goes first.
+    ir::Node* before = graph.num_nodes() > 0 ? &*graph.nodes().begin() : nullptr;
+    if (last != nullptr) {
+      auto it = graph.nodes().begin();
+      while (&*it != last) ++it;
+      ++it;
+      before = it == graph.nodes().end() ? nullptr : &*it;
+    }
+    const std::string label =
+        "gradients bucket " + std::to_string(b) + " (" + echo(names_[bucket.front()]) + ", ...)";
+    ir::Node* start =
+        before != nullptr
+            ? graph.insert_node(before, "all_reduce_start", gradients, {{"label", label}}, info)
+            : graph.add_node("all_reduce_start", gradients, {{"label", label}}, info);
+    int64_t offset = 0;
+    for (size_t k = 0; k < bucket.size(); ++k) {
+      const size_t i = bucket[k];
+      const ir::Shape& shape = parameters_[i].shape();
+      ir::Node* wait = graph.add_node("all_reduce_wait", {start->output()},
+                                      {{"offset", offset},
+                                       {"shape", std::vector<int64_t>(shape.begin(), shape.end())},
+                                       {"mean", options_.mean},
+                                       {"last_part", k + 1 == bucket.size()}},
+                                      info);
+      graph.set_output(first_gradient_output + i, wait->output());
+      offset += parameters_[i].numel();
+    }
+  }
 }
 
 void DistributedGradReducer::broadcast_parameters() {

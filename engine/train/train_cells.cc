@@ -70,18 +70,47 @@ Tensor TrainOneStepCell::operator()(const Tensor& data, const Tensor& label,
                                     std::source_location where) {
   const auto policy = engine::current_policy();
   const bool data_parallel = policy->parallel_mode.value == context::ParallelMode::kDataParallel;
-  if (data_parallel && reducer_ == nullptr) {
-    auto reducer = std::make_unique<DistributedGradReducer>(
-        optimizer_->parameter_names(), optimizer_->parameters(),
-        GradReducerOptions{.mean = policy->gradients_mean.value,
-                           .split_indices = policy->all_reduce_fusion_config.value,
-                           .device_num = policy->device_num.value});
-    reducer->broadcast_parameters();
-    reducer_ = std::move(reducer);
+  if (data_parallel) {
+    GradReducerOptions options{.mean = policy->gradients_mean.value,
+                               .split_indices = policy->all_reduce_fusion_config.value,
+                               .device_num = policy->device_num.value};
+    const bool first = reducer_ == nullptr;
+    if (first || reducer_->options().mean != options.mean ||
+        reducer_->options().split_indices != options.split_indices ||
+        reducer_->options().device_num != options.device_num) {
+      auto reducer = std::make_unique<DistributedGradReducer>(
+          optimizer_->parameter_names(), optimizer_->parameters(), std::move(options));
+      if (first) reducer->broadcast_parameters();
+      reducer_ = std::move(reducer);
+      // A compiled step starts each bucket inside its backward. With one bucket there is nothing
+      // left to overlap once its last gradient is ready, so it goes after the step, which then
+      // copies the gradients once less.
+      graph_reduces_ = reducer_->buckets().size() > 1;
+      if (graph_reduces_) {
+        grad_.set_graph_rewrite([reducer = reducer_.get()](ir::Graph& graph, size_t first_output) {
+          reducer->insert_into(graph, first_output);
+        });
+      } else {
+        grad_.set_graph_rewrite(nullptr);
+      }
+    }
+  } else if (reducer_ != nullptr) {
+    reducer_.reset();
+    graph_reduces_ = false;
+    grad_.set_graph_rewrite(nullptr);
   }
   network_->set_label(label);
+  runtime::comm::take_overlap_stats();  // counts this step's all-reduces only
   Gradients result = grad_(data, Tensor(), where);
-  if (data_parallel) result.weights = (*reducer_)(result.weights);
+  if (data_parallel) {
+    if (graph_reduces_ && grad_.graph_report().ran) {
+      // The compiled step reduced the gradients itself.
+      const runtime::comm::OverlapStats stats = runtime::comm::take_overlap_stats();
+      reducer_->note_compiled_step(stats.seconds, stats.hidden_seconds);
+    } else {
+      result.weights = (*reducer_)(result.weights);
+    }
+  }
   if (sens_ != 1.0) {
     // Every backward rule is linear in its seed: scaling the gradients is seeding with sens.
     for (Tensor& g : result.weights) g = ops::mul(g, ops::scalar(sens_, g.dtype()));

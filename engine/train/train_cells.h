@@ -61,6 +61,7 @@ class TrainOneStepCell {
   double sens_;
   GradFunction grad_;
   std::unique_ptr<DistributedGradReducer> reducer_;
+  bool graph_reduces_ = false;  // the compiled step all-reduces the gradients itself
 };
 
 }  // namespace mf::nn

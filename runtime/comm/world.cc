@@ -104,7 +104,8 @@ void init_world(std::unique_ptr<Communicator> world) {
   MF_CHECK(the_world == nullptr, InvalidArgument,
            "communication.init: already initialized (worker ", the_world->rank(), " of ",
            the_world->size(), "); call release() before init() again");
-  the_world = std::move(world);
+  // A group of one has nothing to wait for: its collectives run where they are called.
+  the_world = world->size() > 1 ? on_communication_thread(std::move(world)) : std::move(world);
   world_pointer = the_world.get();
 }
 

@@ -109,6 +109,31 @@ int collectives() {
   world.all_reduce(big.data(), big.size(), ir::DType::kFloat64, runtime::comm::ReduceOp::kSum,
                    "big");
   expect(big.front() == 0.25 * size * (size - 1) && big.back() == big.front(), "large all_reduce");
+  // Started all-reduces travel on the communication thread; a blocking collective called
+  // meanwhile queues behind them, so every worker pairs the same collectives.
+  std::vector<double> first(50001, 1.0 + rank), second(7, 2.0 * rank);
+  auto started = world.start_all_reduce(first.data(), first.size(), ir::DType::kFloat64,
+                                        runtime::comm::ReduceOp::kSum, "started first");
+  auto also = world.start_all_reduce(second.data(), second.size(), ir::DType::kFloat64,
+                                     runtime::comm::ReduceOp::kMax, "started second");
+  int64_t ranks = rank;
+  world.all_reduce(&ranks, 1, ir::DType::kInt64, runtime::comm::ReduceOp::kSum, "blocking");
+  also->wait();
+  started->wait();
+  expect(started->done() && also->done(), "started all-reduces done after wait");
+  expect(first.back() == size * (size + 1) / 2.0, "started all_reduce sum");
+  expect(second.front() == 2.0 * (size - 1), "started all_reduce max");
+  expect(ranks == size * (size - 1) / 2, "blocking all_reduce between started ones");
+  // The bucket ops of a compiled training step, op by op: start, then waits taking parts out.
+  const Tensor grads_a = Tensor::full({2, 3}, rank + 1.0), grads_b = Tensor::full({4}, 3.0 * rank);
+  const Tensor packed = ops::call("all_reduce_start", {grads_a, grads_b})[0];
+  const auto part = ops::call("all_reduce_wait", {packed},
+                              {{"offset", int64_t{6}},
+                               {"shape", std::vector<int64_t>{2, 2}},
+                               {"mean", true},
+                               {"last_part", true}})[0]
+                        .to_doubles();
+  expect(part == std::vector<double>(4, 3.0 * (size - 1) / 2.0), "all_reduce_wait mean");
   // A group built for another size is a clear error.
   try {
     ops::call("all_gather", {row}, {{"rank_size", int64_t(size + 1)}})[0].to_doubles();
@@ -132,11 +157,15 @@ void set_mode(const std::string& mode) {
   context::set({{"mode", mode}, {"deterministic", "ON"}});
 }
 
-int train(const std::string& mode, bool mean, int steps, const std::string& out) {
+// `split`: all_reduce_fusion_config's one split point (0: one bucket).
+int train(const std::string& mode, bool mean, int steps, const std::string& out, int split) {
   set_mode(mode);
   communication::init();
   context::set_auto_parallel_context(
       {{"parallel_mode", "data_parallel"}, {"gradients_mean", mean}});
+  if (split > 0) {
+    context::set_auto_parallel_context({{"all_reduce_fusion_config", std::vector<int>{split}}});
+  }
   const int rank = communication::get_rank();
   Job job = make_job(3 + uint64_t(rank));
   nn::TrainOneStepCell step(job.with_loss, job.optimizer);
@@ -192,18 +221,25 @@ int global(const std::string& mode, int steps, const std::string& out) {
 }
 
 // Worker 1 dies (SIGKILL) or hangs after joining; worker 0's next collective must fail, naming it.
+// One training step with the group whole (a compiled step whose two buckets start inside it),
+// then worker 1 goes, mid-training: worker 0's next step fails in a started bucket.
 int lose_worker(bool die) {
+  set_mode("GRAPH_MODE");
   communication::init();
+  context::set_auto_parallel_context(
+      {{"parallel_mode", "data_parallel"}, {"all_reduce_fusion_config", std::vector<int>{2}}});
   const int rank = communication::get_rank();
-  // One collective first: the group is whole, then worker 1 goes (mid-training, not mid-join).
-  ops::call("all_reduce", {Tensor::full({4}, 1.0)})[0].to_doubles();
+  Job job = make_job(3);
+  nn::TrainOneStepCell step(job.with_loss, job.optimizer);
+  auto [x, y] = batch_rows(100, 0, kBatch / 2);
+  step(x, y).to_doubles();
   if (rank == 1) {
     if (die) ::raise(SIGKILL);
     std::this_thread::sleep_for(std::chrono::seconds(6));
     return 1;
   }
   try {
-    ops::call("all_reduce", {Tensor::full({1000}, 1.0)})[0].to_doubles();
+    step(x, y).to_doubles();
     std::cout << "no error" << std::endl;
     return 1;
   } catch (const Error& e) {
@@ -243,8 +279,9 @@ int mismatch(bool device_num) {
 int run(int argc, char** argv) {
   const std::string scenario = argc > 1 ? argv[1] : "";
   if (scenario == "collectives") return collectives();
-  if (scenario == "train" && argc == 6) {
-    return train(argv[2], std::string(argv[3]) == "mean", std::atoi(argv[4]), argv[5]);
+  if (scenario == "train" && (argc == 6 || argc == 7)) {
+    return train(argv[2], std::string(argv[3]) == "mean", std::atoi(argv[4]), argv[5],
+                 argc == 7 ? std::atoi(argv[6]) : 0);
   }
   if (scenario == "reference" && argc == 6) {
     return reference(argv[2], std::string(argv[3]) == "mean", std::atoi(argv[4]), argv[5]);

@@ -17,7 +17,12 @@
 #include <sstream>
 #include <thread>
 
+#include "context/context.h"
+#include "context/parallel_context.h"
+#include "engine/models/registry.h"
 #include "engine/train/grad_reducer.h"
+#include "engine/train/train_cells.h"
+#include "engine_fixture.h"
 #include "runtime/comm/communicator.h"
 
 namespace mf {
@@ -168,22 +173,25 @@ TEST_F(DataParallelTest, CollectivesOutsideAJobActOnAGroupOfOne) {
 
 // Two workers, each with half of every batch, end with the same bits as one process that sums the
 // gradients of the two halves (a two-way sum and a halving are exact), in both modes, summed or
-// averaged; every worker holds the same weights although each seeded its network differently.
+// averaged, with one bucket (reduced after a compiled step) and with two (started inside it);
+// every worker holds the same weights although each seeded its network differently.
 TEST_F(DataParallelTest, TwoWorkersMatchOneProcessSummingTheHalvesBitForBit) {
   for (const char* mode : {"GRAPH_MODE", "PYNATIVE_MODE"}) {
     for (const char* mean : {"sum", "mean"}) {
-      const std::string tag = std::string(mode) + "_" + mean;
-      const fs::path out = dir_ / tag;
-      for (const Worker& w : run({"train", mode, mean, "5", out.string()}, 2)) {
-        ASSERT_EQ(w.status, 0) << w.output;
+      for (const char* split : {"0", "2"}) {
+        const std::string tag = std::string(mode) + "_" + mean + "_split" + split;
+        const fs::path out = dir_ / tag;
+        for (const Worker& w : run({"train", mode, mean, "5", out.string(), split}, 2)) {
+          ASSERT_EQ(w.status, 0) << w.output;
+        }
+        const fs::path ref = dir_ / (tag + ".ref");
+        ASSERT_EQ(run({"reference", mode, mean, "5", ref.string()}, 0)[0].status, 0);
+        const Result r0 = read(out.string() + ".0"), r1 = read(out.string() + ".1");
+        const Result one = read(ref);
+        EXPECT_EQ(r0.weights, r1.weights) << tag;
+        EXPECT_EQ(r0.weights, one.weights) << tag;
+        EXPECT_EQ(r0.losses, one.losses) << tag;
       }
-      const fs::path ref = dir_ / (tag + ".ref");
-      ASSERT_EQ(run({"reference", mode, mean, "5", ref.string()}, 0)[0].status, 0);
-      const Result r0 = read(out.string() + ".0"), r1 = read(out.string() + ".1");
-      const Result one = read(ref);
-      EXPECT_EQ(r0.weights, r1.weights) << tag;
-      EXPECT_EQ(r0.weights, one.weights) << tag;
-      EXPECT_EQ(r0.losses, one.losses) << tag;
     }
   }
 }
@@ -253,6 +261,9 @@ TEST_F(DataParallelTest, AKilledWorkerIsNamedBySurvivorsWithinSeconds) {
   EXPECT_EQ(workers[1].status, -SIGKILL);
   EXPECT_EQ(workers[0].status, 3) << workers[0].output;
   EXPECT_NE(workers[0].output.find("worker 1 is gone"), std::string::npos) << workers[0].output;
+  // It failed in a bucket that a compiled step had started.
+  EXPECT_NE(workers[0].output.find("AllReduce 'gradients bucket"), std::string::npos)
+      << workers[0].output;
   EXPECT_NE(workers[0].output.find("the group is broken"), std::string::npos) << workers[0].output;
 }
 
@@ -320,6 +331,80 @@ TEST(GradReducerBuckets, FollowSplitPointsOrSizesInBackwardOrder) {
   const auto reduced = split(std::vector<Tensor>(5, g));
   EXPECT_EQ(reduced[3].to_doubles(), g.to_doubles());
   runtime::comm::release_world();
+}
+
+// GRAPH mode: the all-reduces are nodes of the compiled step. Each bucket starts right after the
+// node computing its last gradient, so the buckets of the last layers start before the backward
+// of the first layer has run, and every gradient output is a wait; in a group of one the step
+// trains as without data parallelism, bit for bit.
+class CompiledStepReductionTest : public testing::EngineTestWithDir {};
+
+TEST_F(CompiledStepReductionTest, BucketsStartInsideTheBackwardAndWaitAtTheOutputs) {
+  auto train = [&](bool data_parallel, bool dump) {
+    context::set({{"mode", "GRAPH_MODE"}, {"deterministic", "ON"}});
+    if (dump) context::set({{"save_graphs", 1}, {"save_graphs_path", dir_.string()}});
+    context::reset_auto_parallel_context();
+    if (data_parallel) {
+      context::set_auto_parallel_context({{"parallel_mode", "data_parallel"},
+                                          {"gradients_mean", true},
+                                          {"all_reduce_fusion_config", std::vector<int>{2, 4}}});
+    }
+    auto net = std::make_shared<models::Mlp>(std::vector<int64_t>{8, 16, 16, 4}, 5);
+    auto with_loss = std::make_shared<nn::WithLossCell>(
+        net, std::make_shared<nn::SoftmaxCrossEntropyWithLogits>(true, nn::Reduction::kMean));
+    auto optimizer = std::make_shared<nn::Momentum>(
+        nn::trainable_group(*net), nn::MomentumOptions{.learning_rate = 0.1, .momentum = 0.9});
+    nn::TrainOneStepCell step(with_loss, optimizer);
+    std::vector<double> values;
+    std::vector<fs::path> dumps;
+    for (int s = 0; s < 3; ++s) {
+      const Tensor x = Tensor::from_vector(std::vector<float>(6 * 8, 0.25f * float(s + 1)), {6, 8});
+      const Tensor y = Tensor::from_vector(std::vector<int32_t>{0, 1, 2, 3, 0, 1}, {6});
+      values.push_back(step(x, y).to_doubles()[0]);
+      for (const fs::path& file : step.graph_report().dump_files) dumps.push_back(file);
+    }
+    for (const auto& [name, w] : net->named_parameters()) {
+      for (double v : w.to_doubles()) values.push_back(v);
+    }
+    std::string ir;
+    for (const fs::path& file : dumps) {
+      std::ifstream in(file);
+      std::stringstream text;
+      text << in.rdbuf();
+      // The last dump of the step is the graph as it runs.
+      if (text.str().find("all_reduce_start") != std::string::npos) ir = text.str();
+    }
+    if (data_parallel) {
+      EXPECT_NE(step.grad_reducer(), nullptr);
+      EXPECT_GE(step.grad_reducer()->last_overlap_seconds(), 0.0);
+      EXPECT_LE(step.grad_reducer()->last_overlap_seconds(),
+                step.grad_reducer()->last_reduce_seconds());
+    }
+    return std::make_pair(values, ir);
+  };
+  runtime::comm::init_world(runtime::comm::solo_communicator());
+  const auto [reduced, ir] = train(true, true);
+  runtime::comm::release_world();
+  const auto [alone, unused] = train(false, false);
+  EXPECT_EQ(reduced, alone) << "a group of one must train as one process does";
+
+  ASSERT_FALSE(ir.empty()) << "no dump of the training step shows all_reduce_start";
+  auto count = [&](std::string_view what) {
+    size_t n = 0;
+    for (size_t at = ir.find(what); at != std::string::npos; at = ir.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("all_reduce_start("), 3u) << ir;  // split points {2, 4}: three buckets
+  EXPECT_EQ(count("all_reduce_wait("), 6u) << ir;   // one per parameter
+  // The first layer's weight gradient is the last matmul of the backward: the first bucket (the
+  // last layer's) started before it.
+  const size_t first_start = ir.find("all_reduce_start(");
+  const size_t last_matmul = ir.rfind("matmul");
+  ASSERT_NE(last_matmul, std::string::npos) << ir;
+  EXPECT_LT(first_start, last_matmul) << ir;
+  EXPECT_GT(ir.find("all_reduce_wait("), last_matmul) << ir;
+  EXPECT_NE(ir.find("Gradients/Default/grad_reducer-DistributedGradReducer"), std::string::npos)
+      << ir;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 #include <netdb.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -265,6 +266,14 @@ std::unique_ptr<Communicator> connect_gloo(const WorldOptions& options) {
   MF_CHECK(options.size >= 1 && options.rank >= 0 && options.rank < options.size, InvalidArgument,
            "communication.init: rank ", options.rank, " is not below the worker count ",
            options.size);
+  // Gloo writes to its sockets without MSG_NOSIGNAL: when a worker dies, the next write to it
+  // would kill this process with SIGPIPE before the failed collective could name the lost
+  // worker. Ignored, the write fails with EPIPE and the collective reports it (Python ignores
+  // SIGPIPE already; a handler the program installed itself is kept).
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    ::signal(SIGPIPE, SIG_IGN);
+  }
   return std::make_unique<GlooCommunicator>(options);
 }
 

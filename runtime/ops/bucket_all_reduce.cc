@@ -166,7 +166,13 @@ const ir::OpRegistration kAllReduceWait =
             flight->pending->wait();
             sums = flight->sums.data();
           }
-          const size_t offset = size_t(ir::attr_int(ctx.attrs, "offset", "all_reduce_wait"));
+          const int64_t first = ir::attr_int(ctx.attrs, "offset", "all_reduce_wait");
+          // Inference checked this; a plan from elsewhere (a damaged cache entry) is checked again
+          // before any byte is read.
+          MF_CHECK(first >= 0 && first <= in.size() && out.size() <= in.size() - first, Internal,
+                   "all_reduce_wait: elements [", first, ", ", first, " + ", out.size(),
+                   ") are outside the bucket of ", in.size());
+          const size_t offset = size_t(first);
           const char* from = sums + offset * ir::dtype_size(in.type.dtype);
           if (ir::attr_bool(ctx.attrs, "mean", "all_reduce_wait") && workers > 1) {
             visit_float(out.type.dtype, [&](auto tag) {

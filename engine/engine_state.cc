@@ -66,8 +66,8 @@ namespace {
 thread_local bool forced_op_by_op = false;
 }  // namespace
 
-OpByOpScope::OpByOpScope() : previous_(forced_op_by_op) {
-  forced_op_by_op = true;
+OpByOpScope::OpByOpScope(bool forced) : previous_(forced_op_by_op) {
+  forced_op_by_op = forced;
 }
 OpByOpScope::~OpByOpScope() {
   forced_op_by_op = previous_;

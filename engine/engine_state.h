@@ -19,10 +19,11 @@ std::shared_ptr<const context::Policy> current_policy();
 std::shared_ptr<runtime::Buffer> allocate_tensor_memory(size_t bytes, std::string_view op);
 
 // Within its lifetime, on this thread, cells run op by op whatever the mode and their jit marks:
-// the reference run of `mf bisect`, without touching the context.
+// the reference run of `mf bisect`, without touching the context. OpByOpScope(false) lifts an
+// enclosing one (a jit cell's compiled step inside a tape's recording).
 class OpByOpScope {
  public:
-  OpByOpScope();
+  explicit OpByOpScope(bool forced = true);
   ~OpByOpScope();
   OpByOpScope(const OpByOpScope&) = delete;
   OpByOpScope& operator=(const OpByOpScope&) = delete;

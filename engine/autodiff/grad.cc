@@ -166,7 +166,10 @@ Gradients GradFunction::operator()(const Tensor& x, const Tensor& sens,
              ir::type_to_string(x.type()), ": only floating tensors have gradients");
   }
   const auto policy = engine::current_policy();
-  if (policy->mode.value != context::ExecutionMode::kGraph || engine::op_by_op_forced()) {
+  // A cell marked for jit is differentiated compiled in PYNATIVE mode too, as it runs.
+  const bool compiled = (policy->mode.value == context::ExecutionMode::kGraph || cell_.jit()) &&
+                        !engine::op_by_op_forced();
+  if (!compiled) {
     forms_->last_report = {};
     engine::GradTape tape;
     std::vector<Tensor> wrt;

@@ -160,12 +160,17 @@ void GradTape::record(const ir::OpDef& def, const ir::Attrs& attrs, std::span<co
   entries_.push_back(std::move(entry));
 }
 
-void GradTape::record_custom(const Tensor& x, const Tensor& y, CustomBackward backward) {
-  if (!recording_ || id_of(x) == 0 || !y.defined() || !ir::is_floating(y.dtype())) return;
+void GradTape::record_custom(std::vector<Tensor> inputs, const Tensor& y, CustomBackward backward) {
+  if (!recording_ || !y.defined() || !ir::is_floating(y.dtype())) return;
   Entry entry;
-  entry.input_ids = {id_of(x)};
-  entry.input_types = {x.type()};
-  entry.saved_inputs = {x};
+  bool reached = false;
+  for (const Tensor& t : inputs) {
+    entry.input_ids.push_back(id_of(t));
+    entry.input_types.push_back(t.type());
+    reached = reached || entry.input_ids.back() != 0;
+  }
+  if (!reached) return;
+  entry.saved_inputs = std::move(inputs);
   entry.output_types = {y.type()};
   entry.output_ids = {track(y)};
   entry.saved_outputs = {y};
@@ -215,8 +220,15 @@ std::vector<Tensor> GradTape::gradients(const Tensor& output, const Tensor& sens
     }
     if (any_dout && entry.custom) {
       const ScopeOverride scope(ir::gradient_scope(entry.scope));
-      Tensor dx = entry.custom(entry.saved_inputs[0], entry.saved_outputs[0], douts[0]);
-      add(entry.input_ids[0], std::move(dx), entry.where);
+      std::vector<Tensor> grads =
+          entry.custom(entry.saved_inputs, entry.saved_outputs[0], douts[0]);
+      MF_CHECK(grads.size() == entry.input_ids.size(), Internal, "a custom backward gave ",
+               grads.size(), " gradients for ", entry.input_ids.size(), " inputs");
+      for (size_t i = 0; i < grads.size(); ++i) {
+        if (grads[i].defined() && entry.input_ids[i] != 0) {
+          add(entry.input_ids[i], std::move(grads[i]), entry.where);
+        }
+      }
     } else if (any_dout) {
       std::vector<bool> wants(entry.input_ids.size());
       for (size_t i = 0; i < wants.size(); ++i) wants[i] = entry.input_ids[i] != 0;

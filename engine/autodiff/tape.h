@@ -7,8 +7,8 @@
 // same dispatcher: the backward runs op by op on the eager queue, asynchronously or not, with its
 // errors reported as any op's; each step's saved values are dropped once it has run.
 //
-// Cells run op by op while a tape records (a jit-compiled cell would be one opaque task whose
-// inputs the tape could not follow).
+// Cells run op by op while a tape records, except a cell marked for jit: it runs compiled and is
+// recorded as one step whose backward is its compiled gradient (nn/cell.h).
 
 #include <cstdint>
 #include <functional>
@@ -54,9 +54,12 @@ class GradTape {
     GradTape& tape_;
     bool was_;
   };
-  // A step whose backward is `backward(x, y, dy)`: a cell's custom bprop (at the current scope).
-  using CustomBackward = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
-  void record_custom(const Tensor& x, const Tensor& y, CustomBackward backward);
+  // A step y = f(inputs) whose backward is `backward(inputs, y, dy)`, giving one gradient per input
+  // (undefined: none): a cell's custom bprop, or a jit cell's compiled gradient (at the current
+  // scope). Inputs that carry no gradient on this tape get none.
+  using CustomBackward = std::function<std::vector<Tensor>(std::span<const Tensor> inputs,
+                                                           const Tensor& y, const Tensor& dy)>;
+  void record_custom(std::vector<Tensor> inputs, const Tensor& y, CustomBackward backward);
   // Stops recording and returns d(output)/d(w) for each w of `wrt`, seeded by `sens` (ones when
   // undefined; else of the output's type): zeros for a w the output does not depend on.
   std::vector<Tensor> gradients(const Tensor& output, const Tensor& sens,

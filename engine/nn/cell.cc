@@ -4,6 +4,7 @@
 
 #include <unordered_set>
 
+#include "engine/autodiff/grad.h"
 #include "engine/autodiff/tape.h"
 #include "engine/engine_state.h"
 #include "engine/graph/graph_mode.h"
@@ -30,11 +31,16 @@ Tensor Cell::operator()(const Tensor& x, std::source_location where) {
       const auto policy = engine::current_policy();
       engine::ScopeGuard scope(instance_name_, class_name_,
                                policy->reserve_class_name_in_scope.value);
-      tape->record_custom(x, y, [this](const Tensor& in, const Tensor& out, const Tensor& dout) {
-        return run_bprop(in, out, dout);
-      });
+      tape->record_custom(
+          {x}, y, [this](std::span<const Tensor> in, const Tensor& out, const Tensor& dout) {
+            return std::vector<Tensor>{run_bprop(in[0], out, dout)};
+          });
       return y;
     }
+  }
+  if (jit_ && x.defined()) {
+    if (engine::GradTape* tape = engine::GradTape::active())
+      return run_jit_on_tape(*tape, x, where);
   }
   const auto policy = engine::current_policy();
   if (declared_input_ && x.defined()) {
@@ -55,6 +61,63 @@ Tensor Cell::operator()(const Tensor& x, std::source_location where) {
   }
   engine::ScopeGuard scope(instance_name_, class_name_, policy->reserve_class_name_in_scope.value);
   return forward(x);
+}
+
+// The gradient of a jit cell with respect to its input (when floating) and its trainable
+// parameters, seeded by the output's gradient, compiled as one graph.
+struct JitGradient {
+  std::vector<Tensor> weights;
+  bool input = false;
+  std::unique_ptr<GradFunction> gradient;
+};
+
+// A jit cell called while a tape records: the forward runs compiled (one queued task, not its
+// ops), and the tape records one step whose backward is the cell's gradient compiled as one graph
+// (forward and backward, as GRAPH mode differentiates a cell). That graph computes the forward
+// again, so the tape keeps only the cell's input between forward and backward, never its
+// activations: the memory of a recomputation, for the time of one more forward.
+Tensor Cell::run_jit_on_tape(engine::GradTape& tape, const Tensor& x, std::source_location where) {
+  Tensor y;
+  {
+    const engine::GradTape::Pause pause(tape);
+    const engine::OpByOpScope compiled(false);
+    y = (*this)(x, where);
+  }
+  std::vector<Tensor> inputs{x};
+  for (const auto& [name, p] : trainable_params()) {
+    if (ir::is_floating(p.dtype())) inputs.push_back(p);
+  }
+  const auto policy = engine::current_policy();
+  engine::ScopeGuard scope(instance_name_, class_name_, policy->reserve_class_name_in_scope.value);
+  tape.record_custom(inputs, y,
+                     [this, where](std::span<const Tensor> in, const Tensor&, const Tensor& dout) {
+                       return jit_gradients(in, dout, where);
+                     });
+  return y;
+}
+
+std::vector<Tensor> Cell::jit_gradients(std::span<const Tensor> inputs, const Tensor& dout,
+                                        std::source_location where) {
+  const std::vector<Tensor> weights(inputs.begin() + 1, inputs.end());
+  const bool input = ir::is_floating(inputs[0].dtype());
+  bool same = jit_gradient_ != nullptr && jit_gradient_->input == input &&
+              jit_gradient_->weights.size() == weights.size();
+  for (size_t i = 0; same && i < weights.size(); ++i) {
+    same = jit_gradient_->weights[i].impl() == weights[i].impl();
+  }
+  if (!same) {
+    auto made = std::make_unique<JitGradient>();
+    made->weights = weights;
+    made->input = input;
+    made->gradient = std::make_unique<GradFunction>(
+        *this, GradSpec{.input = input, .weights = weights, .sens_param = true});
+    jit_gradient_ = std::move(made);
+  }
+  const engine::OpByOpScope compiled(false);
+  Gradients grads = (*jit_gradient_->gradient)(inputs[0], dout, where);
+  std::vector<Tensor> out{input ? grads.input : Tensor()};
+  for (Tensor& g : grads.weights) out.push_back(std::move(g));
+  return out;
 }
 
 Tensor Cell::bprop(const Tensor&, const Tensor&, const Tensor&) {

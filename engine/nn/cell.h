@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <source_location>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 
 namespace mf::engine {
 class CompiledForms;
+class GradTape;
 struct GraphRunReport;
 }  // namespace mf::engine
 
@@ -27,6 +29,8 @@ namespace mf::nn {
 struct JitConfig {
   std::string jit_level;  // "O0", "O1", "O2" or empty (the context decides)
 };
+
+struct JitGradient;
 
 class Cell {
  public:
@@ -125,6 +129,10 @@ class Cell {
 
  private:
   void adopt(std::string name, std::unique_ptr<Cell> child);
+  // Under a tape, a jit cell runs compiled and is recorded as one step (see operator()).
+  Tensor run_jit_on_tape(engine::GradTape& tape, const Tensor& x, std::source_location where);
+  std::vector<Tensor> jit_gradients(std::span<const Tensor> inputs, const Tensor& dout,
+                                    std::source_location where);
   void collect_parameters(const std::string& prefix,
                           std::vector<std::pair<std::string, Tensor>>& out,
                           bool trainable_only) const;
@@ -137,6 +145,8 @@ class Cell {
   bool training_ = false;
   std::optional<ir::InputSignature> declared_input_;
   std::unique_ptr<engine::CompiledForms> compiled_;
+  // A jit cell's compiled gradient, for the tape (made at the first backward through it).
+  std::unique_ptr<JitGradient> jit_gradient_;
   std::deque<std::pair<std::string, Tensor>> parameters_;  // deque: references stay valid
   std::deque<bool> requires_grad_;                         // one per parameter
   // shared_ptr: a Python front end's cells are shared with their Python objects (adopt_shared).

@@ -510,7 +510,59 @@ void bind_tensor(py::module_& m) {
            }),
            py::arg("default_input"), py::arg("name") = py::none(), py::arg("requires_grad") = true)
       .def_readwrite("name", &Parameter::name)
-      .def_readwrite("requires_grad", &Parameter::requires_grad);
+      .def_readwrite("requires_grad", &Parameter::requires_grad)
+      .def(
+          "set_data",
+          [](Parameter& self, py::handle data, bool slice_shape) -> Parameter& {
+            Tensor value = to_tensor(data, self.dtype());
+            if (value.shape() != self.shape() && !slice_shape) {
+              throw py::value_error(
+                  "Can not change the shape of Parameter which has been initialized. Current "
+                  "shape is " +
+                  ir::shape_to_string(self.shape()) + ", and incoming is " +
+                  ir::shape_to_string(value.shape()) + ".");
+            }
+            if (value.shape() != self.shape()) {
+              throw py::value_error(
+                  "Parameter.set_data: slice_shape keeps this parameter's shape " +
+                  ir::shape_to_string(self.shape()) +
+                  " for sliced parameters, which modeflow does not shard; the "
+                  "incoming shape " +
+                  ir::shape_to_string(value.shape()) + " must equal it");
+            }
+            // MindSpore's rule: a value of a wider type than the parameter's is refused, a
+            // narrower one is cast.
+            const auto rank = [](DType d) {
+              switch (d) {
+                case DType::kBool:
+                  return 0;
+                case DType::kInt32:
+                  return 1;
+                case DType::kInt64:
+                  return 2;
+                case DType::kFloat32:
+                  return 3;
+                case DType::kFloat64:
+                  return 4;
+              }
+              return 0;
+            };
+            if (rank(value.dtype()) > rank(self.dtype())) {
+              throw py::type_error("Parameter.set_data: the incoming data type " +
+                                   std::string(ir::dtype_name(value.dtype())) +
+                                   " is wider than the parameter's " +
+                                   std::string(ir::dtype_name(self.dtype())) + "; cast it first");
+            }
+            if (value.dtype() != self.dtype()) {
+              value = run_op("cast", {value}, {{"dtype", self.dtype()}})[0];
+            }
+            // In place: every holder of this parameter (the cell, an optimizer) sees the value.
+            run_op("assign", {self, value});
+            return self;
+          },
+          py::arg("data"), py::arg("slice_shape") = false,
+          "Sets the parameter's value in place (MindSpore's Parameter.set_data): same shape; a "
+          "value of a narrower type is cast, a wider one is a TypeError.");
 }
 
 }  // namespace mf::python

@@ -371,3 +371,52 @@ TEST_F(GradZeroBatchTest, AnEmptyBatchGivesEmptyAndZeroGradients) {
 
 }  // namespace
 }  // namespace mf
+
+namespace mf {
+namespace {
+
+// A cell marked for jit inside a PYNATIVE gradient: its forward runs compiled (one task, not its
+// ops) and the tape records it as one step whose backward is its gradient compiled as one graph.
+// With deterministic=ON the result has the same bits as the same network op by op, and the
+// differentiated graph is dumped like GRAPH mode's.
+class JitCellOnTapeTest : public testing::EngineTestWithDir {};
+
+TEST_F(JitCellOnTapeTest, RunsAsOneStepWithACompiledBackwardAndTheSameBits) {
+  context::set({{"mode", "PYNATIVE_MODE"},
+                {"deterministic", "ON"},
+                {"save_graphs", 1},
+                {"save_graphs_path", dir_.string()}});
+  std::vector<float> values(3 * 8);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.1f * float(i % 7) - 0.3f;
+  const Tensor x = Tensor::from_vector(values, {3, 8});
+  auto differentiate = [&](models::Mlp& net) {
+    std::vector<Tensor> weights;
+    for (const auto& [name, p] : net.trainable_params()) weights.push_back(p);
+    // The cell twice: its two steps' contributions to x and to the weights add up.
+    const FunctionGradients g = value_and_grad(
+        [&](const std::vector<Tensor>& a) { return ops::mul(net(a[0]), net(ops::neg(a[0]))); }, {x},
+        {0}, weights);
+    std::vector<std::vector<double>> all{g.value.to_doubles(), g.inputs[0].to_doubles()};
+    for (const Tensor& w : g.weights) all.push_back(w.to_doubles());
+    return all;
+  };
+  models::Mlp op_by_op({8, 16, 4}, 7), jitted({8, 16, 4}, 7);
+  jitted.set_jit(true);
+  const auto expected = differentiate(op_by_op);
+  EXPECT_TRUE(std::filesystem::is_empty(dir_)) << "op by op, nothing compiles";
+  const auto got = differentiate(jitted);
+  EXPECT_EQ(got, expected);
+  EXPECT_TRUE(jitted.graph_report().jit_region) << "the forward ran compiled";
+  bool backward_dumped = false;
+  for (const auto& file : std::filesystem::recursive_directory_iterator(dir_)) {
+    backward_dumped =
+        backward_dumped || file.path().filename().string().find("Gradients_") != std::string::npos;
+  }
+  EXPECT_TRUE(backward_dumped) << "no compiled gradient was dumped";
+  // A second call reuses both compiled forms.
+  EXPECT_EQ(differentiate(jitted), expected);
+  EXPECT_FALSE(jitted.graph_report().compiled);
+}
+
+}  // namespace
+}  // namespace mf

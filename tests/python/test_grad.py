@@ -239,3 +239,37 @@ def test_check_bprop_checks_count_shape_and_dtype(mode):
     grad_of(TwoGrads())  # unchecked: the first gradient is taken
     with pytest.raises(TypeError, match="returned None"):
         grad_of(ReturnsNone())  # None is always an error
+
+
+def test_a_jit_cell_inside_a_pynative_gradient_runs_compiled_with_the_same_bits():
+    ms.set_context(mode=ms.PYNATIVE_MODE, deterministic="ON")
+    x = ms.Tensor(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4))
+    plain, jitted = Net(), Net()
+    for p, q in zip(plain.trainable_params(), jitted.trainable_params()):
+        q.set_data(p)
+    jitted.set_jit_config(ms.JitConfig(jit_level="O1"))
+
+    def loss_of(net):
+        return lambda x: ops.reduce_sum(net(x) * net(-x))
+
+    expected = ms.grad(loss_of(plain), grad_position=0, weights=plain.trainable_params())(x)
+    got = ms.grad(loss_of(jitted), grad_position=0, weights=jitted.trainable_params())(x)
+    assert np.array_equal(got[0].asnumpy(), expected[0].asnumpy())
+    for g, e in zip(got[1], expected[1]):
+        assert np.array_equal(g.asnumpy(), e.asnumpy())
+    assert jitted.compile_report()["jit_region"], "the jit cell's forward ran compiled"
+    ms.set_context(deterministic="OFF")
+
+
+def test_parameter_set_data_writes_in_place_with_mindspores_rules():
+    net = Net()
+    weight = net.trainable_params()[0]
+    held = net.fc1.weight
+    weight.set_data(ms.Tensor(np.full((3, 4), 2, np.int32)))  # narrower: cast
+    assert weight.dtype == ms.float32
+    assert np.array_equal(held.asnumpy(), np.full((3, 4), 2, np.float32)), "every holder sees it"
+    with pytest.raises(ValueError, match="Can not change the shape of Parameter"):
+        weight.set_data(ms.Tensor(np.ones((4, 3), np.float32)))
+    with pytest.raises(TypeError, match="wider than the parameter's"):
+        weight.set_data(ms.Tensor(np.ones((3, 4), np.float64)))
+    assert np.array_equal(held.asnumpy(), np.full((3, 4), 2, np.float32)), "a refused value writes nothing"

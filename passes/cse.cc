@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "ir/printer.h"
+#include "passes/grad_transform.h"
 #include "passes/passes.h"
 
 namespace mf::passes {
@@ -84,10 +85,11 @@ class Cse final : public Pass {
     return changed;
   }
 
+  // A recomputed copy repeats a forward node on purpose (passes/grad_transform.h).
   static bool mergeable(const ir::Node& node) {
     const ir::OpDef* def = node.def();
     return def != nullptr && def->has(ir::Trait::kPure) && !def->has(ir::Trait::kSideEffect) &&
-           !def->has(ir::Trait::kControlFlow);
+           !def->has(ir::Trait::kControlFlow) && !is_recomputed(node);
   }
 
   static std::string operand_key(const ir::Value& v) {

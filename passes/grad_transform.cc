@@ -1,5 +1,6 @@
 #include "passes/grad_transform.h"
 
+#include <cstdint>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -8,6 +9,8 @@
 
 namespace mf::passes {
 namespace {
+
+constexpr std::string_view kRecomputePrefix = "Recompute/";
 
 using ir::GradValue;
 using ir::Value;
@@ -143,6 +146,8 @@ struct Flattened {
   std::vector<CustomRegion> regions;
   // Each copied node inside a region: the outermost region holding it.
   std::unordered_map<const ir::Node*, size_t> outermost;
+  // Each copied node inside a recomputed cell: which call of one (the outermost) it came from.
+  std::unordered_map<const ir::Node*, size_t> recomputed;
 };
 
 // Copies every call's body in place of the call, and the calls among the copies in turn, each
@@ -150,16 +155,20 @@ struct Flattened {
 // the backward sees one flat list of ops in program order, as the tape does. Traces never recurse
 // (each call of a cell is its own subgraph) and are bounded by max_call_depth; the explicit stack
 // keeps deep nesting off the C++ stack.
-Flattened flatten_calls(ir::Graph& graph, std::unordered_map<const ir::Node*, CustomBprop> custom) {
+Flattened flatten_calls(ir::Graph& graph, std::unordered_map<const ir::Node*, CustomBprop> custom,
+                        std::unordered_set<const ir::Node*> recompute) {
+  constexpr size_t kNone = SIZE_MAX;
   struct Pending {
     ir::Node* call;
     const ir::Graph* context;
     std::vector<size_t> regions;  // enclosing custom regions, outermost first
+    size_t recomputed;            // the enclosing recomputed call, or kNone
   };
   Flattened result;
+  size_t recomputed_calls = 0;
   std::vector<Pending> pending;
   for (ir::Node& node : graph.nodes()) {
-    if (call_target(node) != nullptr) pending.push_back({&node, &graph, {}});
+    if (call_target(node) != nullptr) pending.push_back({&node, &graph, {}, kNone});
   }
   while (!pending.empty()) {
     Pending next = std::move(pending.back());
@@ -172,6 +181,8 @@ Flattened flatten_calls(ir::Graph& graph, std::unordered_map<const ir::Node*, Cu
              callee->name(), " has ", call.num_outputs(), " outputs but the subgraph returns ",
              callee->outputs().size());
     std::vector<size_t> regions = next.regions;
+    size_t recomputed = next.recomputed;
+    if (recomputed == kNone && recompute.count(&call) != 0) recomputed = recomputed_calls++;
     if (auto bprop = custom.find(&call); bprop != custom.end()) {
       CustomRegion region;
       region.bprop = next.context->resolve_subgraph(bprop->second.graph);
@@ -204,8 +215,10 @@ Flattened flatten_calls(ir::Graph& graph, std::unordered_map<const ir::Node*, Cu
         mapped[Value(const_cast<ir::Node*>(&node), k)] = copy->output(k);
       }
       if (!regions.empty()) result.outermost[copy] = regions.front();
+      if (recomputed != kNone) result.recomputed[copy] = recomputed;
       if (auto bprop = custom.find(&node); bprop != custom.end()) custom[copy] = bprop->second;
-      if (call_target(*copy) != nullptr) pending.push_back({copy, callee, regions});
+      if (recompute.count(&node) != 0) recompute.insert(copy);
+      if (call_target(*copy) != nullptr) pending.push_back({copy, callee, regions, recomputed});
     }
     const Value out = mapped.at(callee->outputs()[0]);
     if (regions.size() > next.regions.size()) result.regions[regions.back()].out = out;
@@ -221,7 +234,9 @@ Flattened flatten_calls(ir::Graph& graph, std::unordered_map<const ir::Node*, Cu
       }
     }
     result.outermost.erase(&call);  // its address may be reused by a later node
+    result.recomputed.erase(&call);
     custom.erase(&call);
+    recompute.erase(&call);
     graph.erase_node(&call);
   }
   return result;
@@ -265,6 +280,56 @@ Value apply_bprop(ir::Graph& graph, const CustomRegion& region, Value dout) {
   return dx;
 }
 
+// Points the backward's reads of a recomputed cell's values at copies of the cell's nodes. The
+// copies of one call of the cell go just before the first backward node that reads any of them,
+// so they run (and their memory is taken) only then; the forward's nodes are left to their
+// forward readers and freed after them. Only the nodes the backward needs, and what they are
+// computed from inside the cell, are copied; values from outside the cell are read as they are.
+void recompute_activations(ir::Graph& graph, const std::unordered_set<const ir::Node*>& forward,
+                           const std::unordered_map<const ir::Node*, size_t>& recomputed) {
+  if (recomputed.empty()) return;
+  std::vector<ir::Node*> backward;
+  for (ir::Node& node : graph.nodes()) {
+    if (forward.count(&node) == 0) backward.push_back(&node);
+  }
+  std::unordered_map<const ir::Node*, ir::Node*> copies;
+  for (ir::Node* reader : backward) {
+    for (size_t i = 0; i < reader->num_inputs(); ++i) {
+      const Value v = reader->input(i);
+      if (v.node() == nullptr || recomputed.count(v.node()) == 0) continue;
+      if (copies.count(v.node()) == 0) {
+        // The nodes of this call the value needs, gathered without recursion, then copied in
+        // program order (inputs first) just before `reader`.
+        const size_t call = recomputed.at(v.node());
+        std::unordered_set<const ir::Node*> needed;
+        std::vector<const ir::Node*> stack{v.node()};
+        while (!stack.empty()) {
+          const ir::Node* n = stack.back();
+          stack.pop_back();
+          if (copies.count(n) != 0 || !needed.insert(n).second) continue;
+          for (const Value& in : n->inputs()) {
+            auto at = in.node() == nullptr ? recomputed.end() : recomputed.find(in.node());
+            if (at != recomputed.end() && at->second == call) stack.push_back(in.node());
+          }
+        }
+        for (ir::Node& n : graph.nodes()) {
+          if (needed.count(&n) == 0) continue;
+          std::vector<Value> inputs;
+          for (const Value& in : n.inputs()) {
+            auto copy = in.node() == nullptr ? copies.end() : copies.find(in.node());
+            inputs.push_back(copy == copies.end() ? in : copy->second->output(in.index()));
+          }
+          const auto types = n.output_types();
+          copies[&n] = graph.create_node(reader, n.op(), std::move(inputs), n.attrs(),
+                                         {types.begin(), types.end()},
+                                         {recompute_scope(n.scope()), n.location()});
+        }
+      }
+      graph.set_input(reader, i, copies.at(v.node())->output(v.index()));
+    }
+  }
+}
+
 Value zeros_of(ir::Graph& graph, const ir::TensorType& type, const ir::NodeInfo& info) {
   return graph
       .add_node("zeros", {},
@@ -276,8 +341,16 @@ Value zeros_of(ir::Graph& graph, const ir::TensorType& type, const ir::NodeInfo&
 
 }  // namespace
 
+std::string recompute_scope(std::string_view forward_scope) {
+  return std::string(kRecomputePrefix) + std::string(forward_scope);
+}
+
+bool is_recomputed(const ir::Node& node) {
+  return node.scope().starts_with(kRecomputePrefix);
+}
+
 void differentiate(ir::Graph& graph, const GradRequest& request) {
-  const Flattened flat = flatten_calls(graph, request.custom_bprops);
+  const Flattened flat = flatten_calls(graph, request.custom_bprops, request.recompute_calls);
   std::unordered_map<const ir::Node*, size_t> anchors;  // the node making a region's output
   for (size_t r = 0; r < flat.regions.size(); ++r) {
     if (flat.regions[r].out.node() != nullptr) anchors[flat.regions[r].out.node()] = r;
@@ -374,6 +447,7 @@ void differentiate(ir::Graph& graph, const GradRequest& request) {
     Value g = sums.find(Value(p));
     results.push_back(g ? g : zeros_of(graph, p->type(), seed_info));
   }
+  recompute_activations(graph, {forward.begin(), forward.end()}, flat.recomputed);
   if (!request.keep_outputs) graph.clear_outputs();
   for (Value g : results) graph.add_output(g);
 }

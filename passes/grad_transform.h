@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/graph.h"
@@ -26,6 +27,12 @@ struct CustomBprop {
   size_t captures = 0;
 };
 
+// The scope of a forward node computed again for the backward (a recomputed cell's activations):
+// "Recompute/Default/net-Net/block-Block/...". CSE keeps such copies apart from the forward nodes
+// they repeat, or nothing would be recomputed.
+std::string recompute_scope(std::string_view forward_scope);
+bool is_recomputed(const ir::Node& node);
+
 struct GradRequest {
   std::vector<size_t> wrt;  // graph parameters, by index, whose gradients are wanted
   size_t output = 0;        // the output differentiated (MindSpore's has_aux: the first)
@@ -35,6 +42,10 @@ struct GradRequest {
   bool keep_outputs = true;  // the forward outputs first; false: the gradients alone
   // Calls (in the graph or its subgraphs) whose cell's backward is a custom bprop.
   std::unordered_map<const ir::Node*, CustomBprop> custom_bprops;
+  // Calls whose cell is recomputed (Cell::recompute): the backward reads copies of their body's
+  // nodes placed just before it, so the forward's own activations are freed after their forward
+  // use.
+  std::unordered_set<const ir::Node*> recompute_calls;
 };
 
 // Calls are flattened first (every cell's body copied in place of its call). Afterwards the outputs

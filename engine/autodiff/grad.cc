@@ -81,6 +81,7 @@ std::unique_ptr<engine::GradForms::Form> compile_gradient(nn::Cell& cell, const 
   passes::GradRequest request;
   request.sens_param = spec.sens_param;
   request.custom_bprops = std::move(trace.custom_bprops);
+  request.recompute_calls = std::move(trace.recompute_calls);
   for (size_t i = 0; i < wrt.size(); ++i) {
     if (wrt[i] >= 0) request.wrt.push_back(size_t(wrt[i]));
   }

@@ -157,7 +157,7 @@ void GradTape::record(const ir::OpDef& def, const ir::Attrs& attrs, std::span<co
   }
   entry.scope = current_scope();
   entry.where = where;
-  entries_.push_back(std::move(entry));
+  sink_->push_back(std::move(entry));
 }
 
 void GradTape::record_custom(std::vector<Tensor> inputs, const Tensor& y, CustomBackward backward) {
@@ -177,7 +177,22 @@ void GradTape::record_custom(std::vector<Tensor> inputs, const Tensor& y, Custom
   entry.scope = current_scope();
   entry.where = std::source_location::current();
   entry.custom = std::move(backward);
-  entries_.push_back(std::move(entry));
+  sink_->push_back(std::move(entry));
+}
+
+void GradTape::record_replay(const Tensor& x, const Tensor& y, Replay forward) {
+  if (!recording_ || !x.defined() || !y.defined() || !ir::is_floating(y.dtype())) return;
+  Entry entry;
+  entry.input_ids = {id_of(x)};
+  entry.input_types = {x.type()};
+  entry.saved_inputs = {x};
+  entry.output_types = {y.type()};
+  entry.output_ids = {track(y)};
+  entry.saved_outputs = {Tensor()};  // computed again when needed
+  entry.scope = current_scope();
+  entry.where = std::source_location::current();
+  entry.replay = std::move(forward);
+  sink_->push_back(std::move(entry));
 }
 
 std::vector<Tensor> GradTape::gradients(const Tensor& output, const Tensor& sens,
@@ -207,8 +222,9 @@ std::vector<Tensor> GradTape::gradients(const Tensor& output, const Tensor& sens
              ir::type_to_string(output.type()));
     add(output_id, seed, std::source_location::current());
   }
-  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
-    Entry& entry = *it;
+  // One recorded step's backward; a replayed step runs its forward again, recording into a list
+  // of its own, and goes through that list's steps right here.
+  std::function<void(Entry&)> backward_of = [&](Entry& entry) {
     std::vector<Tensor> douts(entry.output_ids.size());
     bool any_dout = false;
     for (size_t k = 0; k < douts.size(); ++k) {
@@ -218,7 +234,29 @@ std::vector<Tensor> GradTape::gradients(const Tensor& output, const Tensor& sens
       sums.erase(found);  // no earlier op adds to an output of this one
       any_dout = true;
     }
-    if (any_dout && entry.custom) {
+    if (any_dout && entry.replay) {
+      std::vector<Entry> replayed;
+      Tensor y;
+      {
+        struct Recording {
+          GradTape& tape;
+          std::vector<Entry>* sink;
+          ~Recording() {
+            tape.recording_ = false;
+            tape.sink_ = sink;
+          }
+        } restore{*this, sink_};
+        sink_ = &replayed;
+        recording_ = true;
+        const ScopeOverride scope(entry.scope);
+        y = entry.replay(entry.saved_inputs[0]);
+      }
+      const uint64_t id = id_of(y);
+      if (id != 0) {
+        add(id, std::move(douts[0]), entry.where);
+        for (auto r = replayed.rbegin(); r != replayed.rend(); ++r) backward_of(*r);
+      }
+    } else if (any_dout && entry.custom) {
       const ScopeOverride scope(ir::gradient_scope(entry.scope));
       std::vector<Tensor> grads =
           entry.custom(entry.saved_inputs, entry.saved_outputs[0], douts[0]);
@@ -243,7 +281,8 @@ std::vector<Tensor> GradTape::gradients(const Tensor& output, const Tensor& sens
       }
     }
     entry = Entry();  // its saved values go now
-  }
+  };
+  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) backward_of(*it);
   std::vector<Tensor> results;
   for (const Tensor& w : wrt) {
     const uint64_t id = id_of(w);

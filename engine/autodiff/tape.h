@@ -60,6 +60,11 @@ class GradTape {
   using CustomBackward = std::function<std::vector<Tensor>(std::span<const Tensor> inputs,
                                                            const Tensor& y, const Tensor& dy)>;
   void record_custom(std::vector<Tensor> inputs, const Tensor& y, CustomBackward backward);
+  // A step y = forward(x) recorded without its ops (a recomputed cell, run with the tape paused):
+  // when the backward reaches it, forward(x) runs again recording its ops, and their backward
+  // runs right there, in the order the ops would have had on the tape (the same bits).
+  using Replay = std::function<Tensor(const Tensor& x)>;
+  void record_replay(const Tensor& x, const Tensor& y, Replay forward);
   // Stops recording and returns d(output)/d(w) for each w of `wrt`, seeded by `sens` (ones when
   // undefined; else of the output's type): zeros for a w the output does not depend on.
   std::vector<Tensor> gradients(const Tensor& output, const Tensor& sens,
@@ -78,6 +83,7 @@ class GradTape {
     std::string scope;
     std::source_location where;
     CustomBackward custom;  // set for a custom bprop (def is null then)
+    Replay replay;          // set for a recomputed step (def is null then)
   };
   class Builder;
 
@@ -90,6 +96,7 @@ class GradTape {
   uint64_t next_id_ = 1;
   std::unordered_map<const TensorImpl*, std::pair<std::weak_ptr<TensorImpl>, uint64_t>> tracked_;
   std::vector<Entry> entries_;
+  std::vector<Entry>* sink_ = &entries_;  // where recorded steps go (a replay's own list)
 };
 
 }  // namespace mf::engine

@@ -74,7 +74,8 @@ TraceResult Tracer::trace(nn::Cell& cell, const Tensor& x, int max_call_depth,
     }
     tracer.root_->add_output(tracer.resolve(y));
   }
-  return {std::move(tracer.root_), std::move(tracer.bindings_), std::move(tracer.custom_bprops_)};
+  return {std::move(tracer.root_), std::move(tracer.bindings_), std::move(tracer.custom_bprops_),
+          std::move(tracer.recompute_calls_)};
 }
 
 void Tracer::push_frame(ir::Graph* graph) {
@@ -199,6 +200,7 @@ Tensor Tracer::call_cell(nn::Cell& cell, const Tensor& x) {
                                                       {{"graph", sub->name()}}, {y.type()},
                                                       ir::NodeInfo{call_scope, {}});
   if (custom) custom_bprops_[call] = std::move(*custom);
+  if (trace_bprop_ && cell.is_recompute()) recompute_calls_.insert(call);
   return symbolic(y.type(), call->output(0));
 }
 
@@ -402,18 +404,27 @@ std::vector<bool> training_now(const nn::Cell& cell) {
   for (const auto& [path, child] : cell.named_descendants()) out.push_back(child->training());
   return out;
 }
+std::vector<bool> recompute_now(const nn::Cell& cell) {
+  std::vector<bool> out{cell.is_recompute()};
+  for (const auto& [path, child] : cell.named_descendants()) out.push_back(child->is_recompute());
+  return out;
+}
 }  // namespace
 
 void WeightTypes::record(nn::Cell& cell, const std::vector<Binding>& bindings) {
   checked_generation = nn::Cell::trace_state_generation();
   types = weight_types_now(cell, bindings);
   training = training_now(cell);
+  recompute = recompute_now(cell);
 }
 
 bool WeightTypes::still_fit(nn::Cell& cell, const std::vector<Binding>& bindings) {
   const uint64_t now = nn::Cell::trace_state_generation();
   if (now == checked_generation) return true;
-  if (weight_types_now(cell, bindings) != types || training_now(cell) != training) return false;
+  if (weight_types_now(cell, bindings) != types || training_now(cell) != training ||
+      recompute_now(cell) != recompute) {
+    return false;
+  }
   checked_generation = now;
   return true;
 }

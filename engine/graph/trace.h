@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "engine/tensor.h"
@@ -43,7 +44,8 @@ std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Bi
 // anywhere was retyped and no mode changed since.
 struct WeightTypes {
   std::vector<ir::TensorType> types;
-  std::vector<bool> training;  // the cell's, then its descendants' in named_descendants order
+  std::vector<bool> training;   // the cell's, then its descendants' in named_descendants order
+  std::vector<bool> recompute;  // likewise: which cells recompute (a differentiated graph's shape)
   uint64_t checked_generation = 0;
   // Records the types `bindings` bind now.
   void record(nn::Cell& cell, const std::vector<Binding>& bindings);
@@ -61,6 +63,8 @@ struct TraceResult {
   std::vector<Binding> bindings;  // one per graph parameter, in order
   // trace_bprop: each call of a cell with a custom bprop, and that bprop's subgraph.
   std::unordered_map<const ir::Node*, passes::CustomBprop> custom_bprops;
+  // trace_bprop: each call of a cell marked for recompute.
+  std::unordered_set<const ir::Node*> recompute_calls;
 };
 
 class Tracer {
@@ -121,6 +125,7 @@ class Tracer {
   std::vector<std::shared_ptr<TensorImpl>> keep_alive_;  // addresses in the maps must not be reused
   std::unordered_map<std::string, int> subgraph_names_;
   std::unordered_map<const ir::Node*, passes::CustomBprop> custom_bprops_;
+  std::unordered_set<const ir::Node*> recompute_calls_;
 };
 
 }  // namespace mf::engine

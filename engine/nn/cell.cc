@@ -20,13 +20,13 @@ Cell::~Cell() = default;
 
 Tensor Cell::operator()(const Tensor& x, std::source_location where) {
   if (engine::Tracer* tracer = engine::Tracer::active()) return tracer->call_cell(*this, x);
-  if (has_bprop()) {
-    if (engine::GradTape* tape = engine::GradTape::active()) {
+  if (engine::GradTape* tape = engine::GradTape::active()) {
+    if (has_bprop()) {
       // The tape follows the cell as one step whose backward is bprop: its ops are not recorded.
       Tensor y;
       {
         const engine::GradTape::Pause pause(*tape);
-        y = (*this)(x, where);
+        y = call_forward(x, where);
       }
       const auto policy = engine::current_policy();
       engine::ScopeGuard scope(instance_name_, class_name_,
@@ -37,11 +37,13 @@ Tensor Cell::operator()(const Tensor& x, std::source_location where) {
           });
       return y;
     }
+    if (jit_ && x.defined()) return run_jit_on_tape(*tape, x, where);
+    if (recompute_ && x.defined()) return run_recompute_on_tape(*tape, x, where);
   }
-  if (jit_ && x.defined()) {
-    if (engine::GradTape* tape = engine::GradTape::active())
-      return run_jit_on_tape(*tape, x, where);
-  }
+  return call_forward(x, where);
+}
+
+Tensor Cell::call_forward(const Tensor& x, std::source_location where) {
   const auto policy = engine::current_policy();
   if (declared_input_ && x.defined()) {
     ir::SymbolValues symbols;
@@ -63,6 +65,20 @@ Tensor Cell::operator()(const Tensor& x, std::source_location where) {
   return forward(x);
 }
 
+// A recomputed cell under a tape: its forward runs with the tape paused, so none of its
+// activations are held; the tape keeps its input and, when the backward gets there, runs the
+// forward again recording its ops and takes their backward at once.
+Tensor Cell::run_recompute_on_tape(engine::GradTape& tape, const Tensor& x,
+                                   std::source_location where) {
+  Tensor y;
+  {
+    const engine::GradTape::Pause pause(tape);
+    y = call_forward(x, where);
+  }
+  tape.record_replay(x, y, [this, where](const Tensor& in) { return call_forward(in, where); });
+  return y;
+}
+
 // The gradient of a jit cell with respect to its input (when floating) and its trainable
 // parameters, seeded by the output's gradient, compiled as one graph.
 struct JitGradient {
@@ -81,7 +97,7 @@ Tensor Cell::run_jit_on_tape(engine::GradTape& tape, const Tensor& x, std::sourc
   {
     const engine::GradTape::Pause pause(tape);
     const engine::OpByOpScope compiled(false);
-    y = (*this)(x, where);
+    y = call_forward(x, where);
   }
   std::vector<Tensor> inputs{x};
   for (const auto& [name, p] : trainable_params()) {
@@ -270,6 +286,11 @@ void Cell::set_requires_grad(const std::string& dotted_name, bool requires_grad)
   }
   MF_FAIL(NotFound, class_name_, " has no parameter '", echo(dotted_name),
           "'; named_parameters() lists them");
+}
+
+void Cell::recompute(bool enable) {
+  if (recompute_ != enable) trace_state_changes.fetch_add(1, std::memory_order_acq_rel);
+  recompute_ = enable;
 }
 
 uint64_t Cell::trace_state_generation() {

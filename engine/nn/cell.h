@@ -63,6 +63,13 @@ class Cell {
   // behaviour differs while training read training().
   void set_train(bool mode = true);
   bool training() const { return training_; }
+  // MindSpore's Cell.recompute: when a gradient is taken through this cell, its activations are
+  // not kept for the backward but computed again from its input just before the backward needs
+  // them (in GRAPH mode copies of its nodes in the differentiated graph, in PYNATIVE the cell's
+  // forward run again on the tape). Less memory, one more forward of the cell; the gradients keep
+  // their bits. No effect on the cell that is itself differentiated, nor outside a gradient.
+  void recompute(bool enable = true);
+  bool is_recompute() const { return recompute_; }
   // Marks a parameter as trained or not (MindSpore's Parameter.requires_grad).
   void set_requires_grad(const std::string& dotted_name, bool requires_grad);
 
@@ -131,6 +138,9 @@ class Cell {
   void adopt(std::string name, std::unique_ptr<Cell> child);
   // Under a tape, a jit cell runs compiled and is recorded as one step (see operator()).
   Tensor run_jit_on_tape(engine::GradTape& tape, const Tensor& x, std::source_location where);
+  Tensor run_recompute_on_tape(engine::GradTape& tape, const Tensor& x, std::source_location where);
+  // The forward as operator() runs it, minus the tape's special cases.
+  Tensor call_forward(const Tensor& x, std::source_location where);
   std::vector<Tensor> jit_gradients(std::span<const Tensor> inputs, const Tensor& dout,
                                     std::source_location where);
   void collect_parameters(const std::string& prefix,
@@ -143,6 +153,7 @@ class Cell {
   std::optional<context::JitLevel> jit_level_;
   bool jit_ = false;
   bool training_ = false;
+  bool recompute_ = false;
   std::optional<ir::InputSignature> declared_input_;
   std::unique_ptr<engine::CompiledForms> compiled_;
   // A jit cell's compiled gradient, for the tape (made at the first backward through it).

@@ -284,7 +284,8 @@ Value apply_bprop(ir::Graph& graph, const CustomRegion& region, Value dout) {
 // copies of one call of the cell go just before the first backward node that reads any of them,
 // so they run (and their memory is taken) only then; the forward's nodes are left to their
 // forward readers and freed after them. Only the nodes the backward needs, and what they are
-// computed from inside the cell, are copied; values from outside the cell are read as they are.
+// computed from inside the cell, are copied; values from outside the cell, and the cell's own
+// outputs, are read as they are.
 void recompute_activations(ir::Graph& graph, const std::unordered_set<const ir::Node*>& forward,
                            const std::unordered_map<const ir::Node*, size_t>& recomputed) {
   if (recomputed.empty()) return;
@@ -292,11 +293,29 @@ void recompute_activations(ir::Graph& graph, const std::unordered_set<const ir::
   for (ir::Node& node : graph.nodes()) {
     if (forward.count(&node) == 0) backward.push_back(&node);
   }
+  // A value the cell hands on to the forward (its output) stays alive for its forward readers,
+  // which usually keep it for their own backward: it is read as it is, never computed twice.
+  std::unordered_set<const ir::Node*> handed_on;
+  for (const auto& [node, call] : recomputed) {
+    for (size_t k = 0; k < node->num_outputs() && handed_on.count(node) == 0; ++k) {
+      for (const ir::Use& use : node->uses(k)) {
+        const auto reader = use.user == nullptr ? recomputed.end() : recomputed.find(use.user);
+        const bool inside = reader != recomputed.end() && reader->second == call;
+        if (!inside && (use.user == nullptr || forward.count(use.user) != 0)) {
+          handed_on.insert(node);
+          break;
+        }
+      }
+    }
+  }
+  const auto copied = [&](const ir::Node* n) {
+    return n != nullptr && recomputed.count(n) != 0 && handed_on.count(n) == 0;
+  };
   std::unordered_map<const ir::Node*, ir::Node*> copies;
   for (ir::Node* reader : backward) {
     for (size_t i = 0; i < reader->num_inputs(); ++i) {
       const Value v = reader->input(i);
-      if (v.node() == nullptr || recomputed.count(v.node()) == 0) continue;
+      if (!copied(v.node())) continue;
       if (copies.count(v.node()) == 0) {
         // The nodes of this call the value needs, gathered without recursion, then copied in
         // program order (inputs first) just before `reader`.
@@ -308,8 +327,7 @@ void recompute_activations(ir::Graph& graph, const std::unordered_set<const ir::
           stack.pop_back();
           if (copies.count(n) != 0 || !needed.insert(n).second) continue;
           for (const Value& in : n->inputs()) {
-            auto at = in.node() == nullptr ? recomputed.end() : recomputed.find(in.node());
-            if (at != recomputed.end() && at->second == call) stack.push_back(in.node());
+            if (copied(in.node()) && recomputed.at(in.node()) == call) stack.push_back(in.node());
           }
         }
         for (ir::Node& n : graph.nodes()) {

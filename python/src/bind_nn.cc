@@ -340,6 +340,31 @@ void bind_cell(py::module_& nn_module) {
           py::arg("mode") = true,
           "Training mode (MindSpore's Cell.set_train) for this cell and every descendant.")
       .def_property_readonly("training", &nn::Cell::training)
+      .def(
+          "recompute",
+          [](py::object self, py::kwargs kwargs) {
+            // MindSpore's keywords all concern communication of parallel modes, which a data
+            // parallel group does not recompute: each is checked and has no further effect.
+            for (const auto& [key, value] : kwargs) {
+              const std::string name = py::str(key);
+              if (name != "mp_comm_recompute" && name != "parallel_optimizer_comm_recompute" &&
+                  name != "recompute_slice_activation") {
+                throw py::type_error("recompute() got an unexpected keyword argument '" +
+                                     echo(name, 40) + "'");
+              }
+              if (!py::isinstance<py::bool_>(value)) {
+                throw py::type_error("For 'recompute', the type of '" + name +
+                                     "' must be bool, but got " +
+                                     echo(py::str(py::type::of(value)).cast<std::string>(), 40));
+              }
+            }
+            cell_of(self).recompute(true);
+            return self;
+          },
+          "MindSpore's Cell.recompute: the cell's activations are not kept for the backward but "
+          "computed again just before it needs them, in both modes (less memory, one more "
+          "forward of the cell, the same gradients).")
+      .def_property_readonly("_recompute", &nn::Cell::is_recompute)
       .def("parameters_dict",
            [](const nn::Cell& self) {
              py::dict out;

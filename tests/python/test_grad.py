@@ -273,3 +273,46 @@ def test_parameter_set_data_writes_in_place_with_mindspores_rules():
     with pytest.raises(TypeError, match="wider than the parameter's"):
         weight.set_data(ms.Tensor(np.ones((3, 4), np.float64)))
     assert np.array_equal(held.asnumpy(), np.full((3, 4), 2, np.float32)), "a refused value writes nothing"
+
+
+class Wide(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.Dense(4, 32)
+        self.relu = nn.ReLU()
+        self.down = nn.Dense(32, 4)
+
+    def construct(self, x):
+        return x + self.down(self.relu(self.up(x)))
+
+
+class Stack(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.a = Wide()
+        self.b = Wide()
+
+    def construct(self, x):
+        return ops.tanh(self.b(self.a(x)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_recompute_keeps_the_gradients_bit_for_bit(mode):
+    ms.set_context(mode=mode, deterministic="ON")
+    x = ms.Tensor(np.linspace(-2, 2, 32, dtype=np.float32).reshape(8, 4))
+    net = Stack()
+    grad = ms.value_and_grad(net, grad_position=0, weights=net.trainable_params())
+    loss, (dx, dw) = grad(x)
+    net.a.recompute()
+    net.b.recompute(mp_comm_recompute=True)
+    loss2, (dx2, dw2) = grad(x)
+    assert net.a._recompute and net.b._recompute
+    assert np.array_equal(loss.asnumpy(), loss2.asnumpy())
+    assert np.array_equal(dx.asnumpy(), dx2.asnumpy())
+    for g, g2 in zip(dw, dw2):
+        assert np.array_equal(g.asnumpy(), g2.asnumpy())
+    with pytest.raises(TypeError, match="unexpected keyword argument 'recompute_everything'"):
+        net.a.recompute(recompute_everything=True)
+    with pytest.raises(TypeError, match="must be bool"):
+        net.a.recompute(mp_comm_recompute=1)
+    ms.set_context(deterministic="OFF")

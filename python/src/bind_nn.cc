@@ -5,6 +5,8 @@
 // graph without entering Python.
 #include <pybind11/stl.h>
 
+#include <unordered_set>
+
 #include "base/error.h"
 #include "base/stack_guard.h"
 #include "bindings.h"
@@ -119,6 +121,18 @@ std::optional<Tensor> own_parameter(const nn::Cell& cell, const std::string& nam
     if (parameter == name) return value;
   }
   return std::nullopt;
+}
+
+// The cell's parameters as MindSpore hands them out: Parameters named by their dotted path
+// ('fc1.weight') with their requires_grad, sharing the cell's tensors (set_data writes through).
+std::vector<std::pair<std::string, Parameter>> named_parameter_objects(const nn::Cell& cell) {
+  std::unordered_set<std::string> trained;
+  for (const auto& [name, value] : cell.trainable_params()) trained.insert(name);
+  std::vector<std::pair<std::string, Parameter>> out;
+  for (const auto& [name, value] : cell.named_parameters()) {
+    out.emplace_back(name, Parameter(value, name, trained.count(name) != 0));
+  }
+  return out;
 }
 
 // The cell behind a Python object, or null before super().__init__() has built it.
@@ -301,7 +315,9 @@ void bind_cell(py::module_& nn_module) {
            [](py::handle self, const std::string& name) -> py::object {
              nn::Cell* cell = initialized_cell(self);
              if (cell != nullptr && name.find('.') == std::string::npos) {
-               if (auto value = own_parameter(*cell, name)) return py::cast(*value);
+               for (auto& [path, parameter] : named_parameter_objects(*cell)) {
+                 if (path == name) return py::cast(std::move(parameter));
+               }
              }
              throw py::attribute_error(
                  "'" + py::str(py::type::of(self).attr("__name__")).cast<std::string>() +
@@ -328,7 +344,7 @@ void bind_cell(py::module_& nn_module) {
       .def_property_readonly("cls_name", &nn::Cell::class_name)
       .def_property_readonly("instance_name", &nn::Cell::instance_name)
       .def("parameters_and_names",
-           [](const nn::Cell& self) { return py::cast(self.named_parameters()); })
+           [](const nn::Cell& self) { return py::cast(named_parameter_objects(self)); })
       .def("_trainable_parameters",
            [](const nn::Cell& self) { return py::cast(self.trainable_params()); })
       .def(
@@ -368,13 +384,17 @@ void bind_cell(py::module_& nn_module) {
       .def("parameters_dict",
            [](const nn::Cell& self) {
              py::dict out;
-             for (const auto& [name, value] : self.named_parameters()) out[py::str(name)] = value;
+             for (auto& [name, parameter] : named_parameter_objects(self)) {
+               out[py::str(name)] = std::move(parameter);
+             }
              return out;
            })
       .def("get_parameters",
            [](const nn::Cell& self) {
              py::list out;
-             for (const auto& [name, value] : self.named_parameters()) out.append(value);
+             for (auto& [name, parameter] : named_parameter_objects(self)) {
+               out.append(std::move(parameter));
+             }
              return out;
            })
       .def("set_parameter", [](nn::Cell& self, const std::string& name,

@@ -316,3 +316,20 @@ def test_recompute_keeps_the_gradients_bit_for_bit(mode):
     with pytest.raises(TypeError, match="must be bool"):
         net.a.recompute(mp_comm_recompute=1)
     ms.set_context(deterministic="OFF")
+
+
+def test_cells_hand_out_named_parameters_as_mindspore_does():
+    net = Net()
+    net.fc2.bias.requires_grad  # a Parameter, reachable as an attribute
+    frozen = net.fc2.bias
+    frozen.requires_grad = False
+    net.fc2.bias = frozen
+    params = net.get_parameters()
+    assert [p.name for p in params] == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+    assert all(isinstance(p, ms.Parameter) for p in params)
+    assert [p.requires_grad for p in params] == [True, True, True, False]
+    names, values = zip(*net.parameters_and_names())
+    assert names == ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias")
+    assert [v.name for v in values] == list(names)
+    assert isinstance(net.parameters_dict()["fc1.weight"], ms.Parameter)
+    assert [p.name for p in net.trainable_params()] == ["fc1.weight", "fc1.bias", "fc2.weight"]

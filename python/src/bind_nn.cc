@@ -505,15 +505,9 @@ void bind_layers(py::module_& m) {
   py::class_<nn::Flatten, nn::Cell, std::shared_ptr<nn::Flatten>>(m, "Flatten").def(py::init<>());
   py::class_<nn::BatchNorm2d, nn::Cell, std::shared_ptr<nn::BatchNorm2d>>(m, "BatchNorm2d")
       .def(py::init([](int64_t num_features, double eps, double momentum, bool affine,
-                       const std::string& gamma_init, const std::string& beta_init,
-                       const std::string& moving_mean_init, const std::string& moving_var_init,
-                       py::object use_batch_statistics, const std::string& data_format) {
-             if (gamma_init != "ones" || beta_init != "zeros" || moving_mean_init != "zeros" ||
-                 moving_var_init != "ones") {
-               throw py::value_error(
-                   "BatchNorm2d: only the default initializers ('ones', 'zeros', 'zeros', 'ones') "
-                   "are supported; assign Parameters afterwards for others");
-             }
+                       py::object gamma_init, py::object beta_init, py::object moving_mean_init,
+                       py::object moving_var_init, py::object use_batch_statistics,
+                       const std::string& data_format, uint64_t seed) {
              if (data_format != "NCHW") {
                throw py::value_error("BatchNorm2d: data_format must be 'NCHW', got '" +
                                      echo(data_format) + "'");
@@ -522,12 +516,20 @@ void bind_layers(py::module_& m) {
              if (!use_batch_statistics.is_none()) {
                config.use_batch_statistics = use_batch_statistics.cast<bool>();
              }
-             return std::make_shared<nn::BatchNorm2d>(num_features, config);
+             auto bn = std::make_shared<nn::BatchNorm2d>(num_features, config);
+             // Any of MindSpore's initializers (a name, a number, an Initializer, a Tensor of the
+             // parameter's shape), as Dense's weight_init.
+             initialize_parameter(*bn, "BatchNorm2d", "gamma", gamma_init, seed, 0);
+             initialize_parameter(*bn, "BatchNorm2d", "beta", beta_init, seed, 1);
+             initialize_parameter(*bn, "BatchNorm2d", "moving_mean", moving_mean_init, seed, 2);
+             initialize_parameter(*bn, "BatchNorm2d", "moving_variance", moving_var_init, seed, 3);
+             return bn;
            }),
            arg("num_features"), arg("eps") = 1e-5, arg("momentum") = 0.9, arg("affine") = true,
            arg("gamma_init") = "ones", arg("beta_init") = "zeros",
            arg("moving_mean_init") = "zeros", arg("moving_var_init") = "ones",
-           arg("use_batch_statistics") = py::none(), arg("data_format") = "NCHW");
+           arg("use_batch_statistics") = py::none(), arg("data_format") = "NCHW", py::kw_only(),
+           arg("seed") = 0);
   py::class_<nn::Dropout, nn::Cell, std::shared_ptr<nn::Dropout>>(m, "Dropout")
       .def(py::init([](py::object keep_prob, py::object p, py::object dtype, py::object seed) {
              (void)dtype;  // the input's dtype is kept, as MindSpore's float types

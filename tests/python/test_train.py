@@ -259,6 +259,15 @@ def test_dropout_and_batchnorm_arguments():
         nn.Dropout(keep_prob=0.5, p=0.5)
     with pytest.raises(ValueError, match="data_format"):
         nn.BatchNorm2d(3, data_format="NHWC")
+    bn = nn.BatchNorm2d(3, gamma_init="zeros", beta_init=0.5, moving_mean_init=1.5,
+                        moving_var_init=ms.Tensor(np.array([1, 2, 3], np.float32)))
+    values = {name: p.asnumpy() for name, p in bn.parameters_and_names()}
+    np.testing.assert_array_equal(values["gamma"], [0, 0, 0])
+    np.testing.assert_array_equal(values["beta"], [0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(values["moving_mean"], [1.5, 1.5, 1.5])
+    np.testing.assert_array_equal(values["moving_variance"], [1, 2, 3])
+    with pytest.raises(ValueError, match="unknown initializer 'bogus'"):
+        nn.BatchNorm2d(3, gamma_init="bogus")
     drop = nn.Dropout(keep_prob=0.9)
     x = ms.Tensor(np.ones((4, 4), np.float32))
     np.testing.assert_array_equal(drop(x).asnumpy(), x.asnumpy())  # not training: identity

@@ -115,3 +115,51 @@ def test_randn_is_the_engines_generator():
     b = ms.Tensor.randn((3, 4), seed=7).asnumpy()
     assert a.tobytes() == b.tobytes()
     assert a.tobytes() != ms.Tensor.randn((3, 4), seed=8).asnumpy().tobytes()
+
+
+@pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
+def test_mindspore_tensor_methods_match_numpy(mode):
+    ms.set_context(mode=mode)
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7 - 1.5
+    x = ms.Tensor(a)
+    close = np.testing.assert_allclose
+    close(x.sum().asnumpy(), a.sum(), rtol=1e-6)
+    close(x.sum(axis=1).asnumpy(), a.sum(axis=1), rtol=1e-6)
+    close(x.sum(axis=(0, 2), keepdims=True).asnumpy(), a.sum(axis=(0, 2), keepdims=True), rtol=1e-6)
+    close(x.sum(initial=2.0).asnumpy(), a.sum(initial=2.0), rtol=1e-6)
+    close(x.mean(axis=-1, keep_dims=True).asnumpy(), a.mean(axis=-1, keepdims=True), rtol=1e-6)
+    close(x.max().asnumpy(), a.max())
+    close(x.min(axis=2).asnumpy(), a.min(axis=2))
+    values, indices = x.max(axis=1, return_indices=True)
+    close(values.asnumpy(), a.max(axis=1))
+    np.testing.assert_array_equal(indices.asnumpy(), a.argmax(axis=1))
+    np.testing.assert_array_equal(x.argmax().asnumpy(), a.argmax())
+    np.testing.assert_array_equal(x.argmin(axis=2).asnumpy(), a.argmin(axis=2))
+    assert x[:, :1].squeeze().shape == (2, 4)
+    assert x.expand_dims(0).shape == (1, 2, 3, 4)
+    assert x.flatten().shape == (24,)
+    assert x.flatten(start_dim=1).shape == (2, 12)
+    assert x.view(6, 4).shape == (6, 4)
+    np.testing.assert_array_equal(x[0].T.asnumpy(), a[0].T)
+    close(x[0].matmul(x[1].T).asnumpy(), a[0] @ a[1].T, rtol=1e-5)
+    close(x.abs().asnumpy(), np.abs(a))
+    close(x.exp().asnumpy(), np.exp(a), rtol=1e-6)
+    close(x.clip(-1.0, 1.0).asnumpy(), np.clip(a, -1.0, 1.0))
+    close(x.abs().pow(2).asnumpy(), a ** 2, rtol=1e-6)
+    with pytest.raises(TypeError, match="axis must be None, an int or a tuple"):
+        x.sum(axis="1")
+    with pytest.raises(ValueError, match="return_indices needs one int axis"):
+        x.max(return_indices=True)
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+def test_tensor_methods_trace_into_a_graph_mode_cell():
+    class Net(ms.nn.Cell):
+        def construct(self, x):
+            return (x * x).sum(axis=1).mean() + x.max()
+
+    a = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    ms.set_context(mode=ms.GRAPH_MODE)
+    out = Net()(ms.Tensor(a))
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    np.testing.assert_allclose(out.asnumpy(), (a * a).sum(axis=1).mean() + a.max(), rtol=1e-6)

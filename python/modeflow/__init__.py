@@ -33,7 +33,7 @@ from ._modeflow import (  # noqa: F401
     set_ps_context,
     set_recursion_limit,
 )
-from . import _dynamic, _grad, _indexing, _modeflow, _tensor_methods
+from . import _dynamic, _grad, _indexing, _modeflow, _primitives, _tensor_methods
 from . import common, context, device_context, models, nn, onnx, ops, runtime  # noqa: F401
 from . import dataset  # noqa: F401  (MindSpore's mindspore.dataset: docs/datasets.md)
 from . import train  # noqa: F401  (MindSpore's mindspore.train: docs/training.md)
@@ -52,6 +52,8 @@ Tensor.__setitem__ = _indexing.setitem
 Tensor.__iter__ = _indexing.iterate
 # MindSpore's Tensor methods (x.sum(), x.mean(axis=1), x.argmax(axis=1), ...): _tensor_methods.py.
 _tensor_methods.install()
+# MindSpore's operator classes (ops.ReduceSum, ops.MatMul, ...) and functional names: _primitives.py.
+_primitives.install(ops)
 # Tensor(shape=[None, 784], dtype=...) declares a dynamic input for Cell.set_inputs: _dynamic.py.
 Tensor.__new__ = staticmethod(_dynamic.tensor_new)
 nn.Cell.set_inputs = _dynamic.set_inputs

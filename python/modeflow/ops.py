@@ -2,7 +2,9 @@
 C++ (runtime/ops/) appears here with no Python code. Leading tensor arguments are the op's inputs
 (numbers and numpy arrays are converted); attributes are keywords: ``ops.softmax(x, axis=-1)``,
 ``ops.reduce_sum(x, axes=[1], keep_dims=True)``. ``help(ms.ops.NAME)`` shows an op's inputs and
-attributes. Also ``cond``, ``while_loop`` (control flow that compiles in GRAPH mode) and ``sync``.
+attributes. Also ``cond``, ``while_loop`` (control flow that compiles in GRAPH mode) and ``sync``;
+MindSpore's operator classes (``ReduceSum``, ``MatMul``, ...) and functional names (``sum``,
+``cat``, ...) are added by _primitives.py.
 """
 
 from ._modeflow import ops as _registry

@@ -196,3 +196,59 @@ def test_clip_takes_mindspore_keywords_numbers_tensors_and_one_sided_bounds():
     with pytest.raises(ValueError, match="at least one of 'min' and 'max'"):
         ms.ops.clip(x)
     assert ms.ops.clip.__doc__.startswith("clip(")
+
+
+@pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
+def test_mindspore_operator_classes_and_functional_names(mode):
+    ops = ms.ops
+    ms.set_context(mode=mode)
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) / 5 - 1
+    b = np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2)
+    x, y = ms.Tensor(a), ms.Tensor(b)
+    close = np.testing.assert_allclose
+
+    class Net(ms.nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.reduce = ops.ReduceSum(keep_dims=True)
+            self.matmul = ops.MatMul(transpose_b=True)
+            self.softmax = ops.Softmax(axis=-1)
+            self.concat = ops.Concat(axis=1)
+
+        def construct(self, x):
+            h = self.matmul(x, x)
+            return self.concat((self.softmax(h), self.reduce(h, 1)))
+
+    h = a @ a.T
+    e = np.exp(h - h.max(axis=-1, keepdims=True))
+    close(Net()(x).asnumpy(),
+          np.concatenate([e / e.sum(axis=-1, keepdims=True), h.sum(axis=1, keepdims=True)], 1),
+          rtol=1e-5, atol=1e-6)
+    close(ops.ReduceMean()(x).asnumpy(), a.mean(), rtol=1e-6)
+    close(ops.ReduceMax(keep_dims=False)(x, (0, 1)).asnumpy(), a.max())
+    close(ops.BatchMatMul()(ops.ExpandDims()(x, 0), ops.ExpandDims()(y, 0)).asnumpy(),
+          (a @ b)[None], rtol=1e-5)
+    close(ops.Add()(x, x).asnumpy(), a + a)
+    close(ops.ReLU()(x).asnumpy(), np.maximum(a, 0))
+    assert ops.Reshape()(x, (4, 3)).shape == (4, 3)
+    assert ops.Transpose()(x, (1, 0)).shape == (4, 3)
+    assert ops.Cast()(x, ms.int32).dtype == ms.int32
+    assert ops.Squeeze(0)(ops.ExpandDims()(x, 0)).shape == (3, 4)
+    assert ops.Shape()(x) == (3, 4)
+    close(ops.Stack(axis=-1)((x, x)).asnumpy(), np.stack([a, a], axis=-1))
+    np.testing.assert_array_equal(ops.Argmax(axis=1)(x).asnumpy(), a.argmax(axis=1))
+    assert ops.Argmax()(x).dtype == ms.int32
+    close(ops.Tile()(x, (2, 1)).asnumpy(), np.tile(a, (2, 1)))
+    close(ops.OnesLike()(x).asnumpy(), np.ones_like(a))
+    close(ops.sum(x, 1).asnumpy(), a.sum(axis=1), rtol=1e-6)
+    close(ops.mean(x, axis=0, keep_dims=True).asnumpy(), a.mean(axis=0, keepdims=True), rtol=1e-6)
+    close(ops.cat((x, x), axis=0).asnumpy(), np.concatenate([a, a]))
+    close(ops.stack([x, x]).asnumpy(), np.stack([a, a]))
+    assert ops.unsqueeze(x, 1).shape == (3, 1, 4)
+    close(ops.zeros_like(x).asnumpy(), np.zeros_like(a))
+    close(ops.where(x > 0, x, ops.zeros_like(x)).asnumpy(), np.where(a > 0, a, 0))
+    with pytest.raises(TypeError, match="'keep_dims' must be a bool"):
+        ops.ReduceSum(keep_dims=1)
+    with pytest.raises(TypeError, match="non-empty tuple or list of Tensors"):
+        ops.Concat()(x)
+    ms.set_context(mode=ms.PYNATIVE_MODE)

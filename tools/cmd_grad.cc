@@ -1,6 +1,7 @@
-// `mf grad NET`: the gradients of a sample network's output (summed: an all-ones sensitivity) with
-// respect to its input and every parameter, in the mode the context says (GRAPH: one compiled
-// graph, forward and backward; PYNATIVE: the tape), with each gradient's statistics.
+// `mf grad NET|MODEL`: the gradients of a sample network's or a model file's output (summed: an
+// all-ones sensitivity) with respect to its input and every floating parameter, in the mode the
+// context says (GRAPH: one compiled graph, forward and backward; PYNATIVE: the tape), with each
+// gradient's statistics.
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include "engine/autodiff/grad.h"
 #include "engine/eager/dispatch.h"
 #include "engine/engine_state.h"
+#include "engine/io/model_cell.h"
 #include "engine/models/registry.h"
 #include "runtime/memory_format.h"
 #include "tools/commands.h"
@@ -45,17 +47,59 @@ void save(const std::string& dir, const std::string& name, const Tensor& t) {
   std::printf("wrote %s\n", file.string().c_str());
 }
 
+// What is differentiated: a sample network, or a model file as a cell (engine/io/model_cell.h).
+struct Target {
+  std::shared_ptr<nn::Cell> net;
+  Tensor x;
+  std::string title, input_name;
+  std::vector<std::string> weight_names;  // as the network or the file names them
+};
+
+Target target_of(const GradOptions& options) {
+  Target t;
+  if (engine::model_format(options.target)) {
+    auto cell = std::make_shared<engine::ModelCell>(options.target, options.seed);
+    if (options.input.empty()) {
+      MF_CHECK(!cell->model().dynamic(), InvalidArgument, "model ", echo(options.target),
+               " has dynamic input dimensions; give its input with --input FILE.npy");
+      const std::string& parameter = cell->model().input_parameters().front();
+      t.x = cell->model().runner().with_generated({}, options.seed).at(parameter);
+    } else {
+      t.x = Tensor::load_npy(options.input);
+    }
+    t.title = options.target;
+    // The IR's names (letters, digits, '_' and '.'): safe as file names under --output-dir.
+    t.input_name = cell->model().input_parameters().front();
+    for (const auto& [cell_name, model_name] : cell->weight_names()) {
+      t.weight_names.push_back(model_name);
+    }
+    t.net = std::move(cell);
+    return t;
+  }
+  const models::NetSpec& spec = models::find_net(options.target);
+  t.net = spec.make(options.seed);
+  t.x = options.input.empty() ? spec.make_input(options.seed) : Tensor::load_npy(options.input);
+  t.title = spec.name;
+  t.input_name = spec.input_name;
+  for (const auto& [name, tensor] : t.net->named_parameters()) t.weight_names.push_back(name);
+  return t;
+}
+
 void grad(const GradOptions& options) {
   MF_CHECK(options.iters >= 1, InvalidArgument, "--iters must be at least 1, got ", options.iters);
-  const models::NetSpec& spec = models::find_net(options.target);
-  auto net = spec.make(options.seed);
-  const Tensor x =
-      options.input.empty() ? spec.make_input(options.seed) : Tensor::load_npy(options.input);
+  Target target = target_of(options);
+  nn::Cell* net = target.net.get();
+  const Tensor& x = target.x;
   GradSpec grad_spec;
+  grad_spec.input = ir::is_floating(x.dtype());  // token ids have no gradient
   std::vector<std::string> names;
+  size_t k = 0;
   for (const auto& [name, tensor] : net->named_parameters()) {
+    const std::string& shown = target.weight_names.at(k++);
+    // Integer weights of a model (indices, shapes) have no gradient.
+    if (!ir::is_floating(tensor.dtype())) continue;
     grad_spec.weights.push_back(tensor);
-    names.push_back(name);
+    names.push_back(shown);
   }
   GradFunction gradient = value_and_grad(*net, grad_spec);
   const auto policy = engine::current_policy();
@@ -74,7 +118,7 @@ void grad(const GradOptions& options) {
             .count());
     if (i == 0) first_report = gradient.graph_report();
   }
-  std::printf("network: %s, input %s, %s\n", spec.name.c_str(),
+  std::printf("network: %s, input %s, %s\n", target.title.c_str(),
               ir::type_to_string(x.type()).c_str(),
               graph ? "GRAPH_MODE (forward and backward compiled as one graph)"
                     : "PYNATIVE_MODE (op by op, on a tape)");
@@ -87,8 +131,10 @@ void grad(const GradOptions& options) {
   }
   print_stats("value", g.value);
   std::printf("gradients:\n");
-  print_stats(spec.input_name, g.input);
-  save(options.output_dir, spec.input_name, g.input);
+  if (g.input.defined()) {
+    print_stats(target.input_name, g.input);
+    save(options.output_dir, target.input_name, g.input);
+  }
   for (size_t i = 0; i < names.size(); ++i) {
     print_stats(names[i], g.weights[i]);
     save(options.output_dir, names[i], g.weights[i]);
@@ -108,8 +154,11 @@ void grad(const GradOptions& options) {
 void add_grad_command(CLI::App& app, GlobalOptions& global) {
   auto options = std::make_shared<GradOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "grad", "Differentiate a sample network: each parameter's gradient statistics");
-  cmd->add_option("target", options->target, "A network from `mf nets`")->required();
+      "grad",
+      "Differentiate a sample network or a model file: each parameter's gradient statistics");
+  cmd->add_option("target", options->target,
+                  "A network from `mf nets`, or a model file (.onnx, .ir) of one input")
+      ->required();
   cmd->add_option("--input", options->input, "The input from a .npy file (default: generated)");
   cmd->add_option("--seed", options->seed, "Seed of the weights and generated input (default 0)");
   cmd->add_option("--iters", options->iters, "Iterations to time (default 1)");

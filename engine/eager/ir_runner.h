@@ -29,6 +29,12 @@ class IrRunner {
   // output name, `Return(%3 as "logits")`), else "output<i>".
   std::vector<std::pair<std::string, Tensor>> run(const std::map<std::string, Tensor>& inputs,
                                                   uint64_t seed);
+  // run() op by op through the dispatcher in either mode, so a tape records the ops and a trace
+  // follows them (a model run inside a cell's forward: engine/io/model_cell.h).
+  std::vector<std::pair<std::string, Tensor>> run_op_by_op(
+      const std::map<std::string, Tensor>& inputs, uint64_t seed) {
+    return run_eager(bind(inputs, seed));
+  }
   // `inputs` with every parameter they leave out made from the seed, as run() makes them: a caller
   // that runs many times makes them once (generating a large input costs as much as a small
   // network).

@@ -13,6 +13,7 @@
 #include "engine/eager/ir_runner.h"
 #include "engine/engine_state.h"
 #include "engine/graph/graph_mode.h"
+#include "engine/io/model_cell.h"
 #include "engine/io/model_file.h"
 #include "engine/models/registry.h"
 #include "engine/nn/cell.h"
@@ -628,6 +629,28 @@ void bind_onnx(py::module_ m) {
       py::arg("path"),
       "Imports an ONNX model (opsets 1-18); call it with its inputs (positional, or by ONNX "
       "name).");
+  py::class_<engine::ModelCell, nn::Cell, std::shared_ptr<engine::ModelCell>>(
+      m, "ModelCell",
+      "An ONNX model of one input as a Cell: its initializers are the cell's parameters "
+      "('fc.weight' written 'fc_weight'), so ms.grad, value_and_grad and TrainOneStepCell reach "
+      "them, in both modes.")
+      .def_property_readonly("input_name", &engine::ModelCell::input_name);
+  m.def(
+      "load_cell",
+      [](const std::string& path, uint64_t seed) {
+        MF_CHECK(engine::model_format(path) == engine::ModelFormat::kOnnx, InvalidArgument, "'",
+                 echo(path), "' is not an .onnx file");
+        std::shared_ptr<engine::ModelCell> cell;
+        {
+          py::gil_scoped_release release;
+          cell = std::make_shared<engine::ModelCell>(path, seed);
+        }
+        flush_warnings();
+        return cell;
+      },
+      py::arg("path"), py::arg("seed") = 0,
+      "Imports an ONNX model of one input as a Cell whose parameters are its weights, to "
+      "differentiate or train it.");
 }
 
 }  // namespace

@@ -46,3 +46,25 @@ def test_onnx_load_errors(tmp_path):
     bad.write_bytes(b"\x08\x07garbage")
     with pytest.raises(RuntimeError):
         ms.onnx.load(str(bad))
+
+
+@pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
+def test_onnx_load_cell_differentiates_the_models_weights(mode):
+    path = os.path.join(os.path.dirname(ONNX_NODE_TESTS), "pytorch-converted", "test_Linear",
+                        "model.onnx")
+    require(os.path.isfile(path), "libonnx-testdata not installed")
+    ms.set_context(mode=mode)
+    cell = ms.onnx.load_cell(path)
+    weight, bias = cell.trainable_params()  # the file's initializers, by name
+    w, b = weight.asnumpy().copy(), bias.asnumpy().copy()
+    x = np.linspace(-1, 1, 40, dtype=np.float32).reshape(4, 10)
+    y, (dx, (dw, db)) = ms.value_and_grad(cell, grad_position=0, weights=[weight, bias])(
+        ms.Tensor(x))
+    np.testing.assert_allclose(y.asnumpy(), x @ w.T + b, rtol=1e-5, atol=1e-6)
+    # d sum(x W^T + b): every row of dW is the column sums of x, db the batch size.
+    np.testing.assert_allclose(dw.asnumpy(), np.tile(x.sum(axis=0), (w.shape[0], 1)), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(db.asnumpy(), np.full(b.shape, 4.0))
+    np.testing.assert_allclose(dx.asnumpy(), np.tile(w.sum(axis=0), (4, 1)), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="is not an .onnx file"):
+        ms.onnx.load_cell("model.ir")

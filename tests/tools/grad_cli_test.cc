@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "engine/io/onnx/writer.h"
 #include "engine/tensor.h"
 #include "mf_cli.h"
 
@@ -43,6 +44,34 @@ TEST_F(GradCliTest, BothModesPrintEveryParameterAndWriteTheSameBits) {
     ASSERT_EQ(a.shape(), b.shape()) << file;
     EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()), 0) << file;
   }
+}
+
+// A model file: its initializers are the parameters differentiated, named as the file names them.
+TEST_F(GradCliTest, AModelFilesWeightsGetGradientsWithTheSameBitsInBothModes) {
+  onnx::ModelWriter m;
+  m.add_input("input.1", DType::kFloat32, {4, 6});
+  m.add_initializer("fc.weight", Tensor::randn({3, 6}, 1, 0.5));
+  m.add_initializer("fc.bias", Tensor::randn({3}, 2, 0.5));
+  m.add_node("Gemm", {"input.1", "fc.weight", "fc.bias"}, {"h"}, {{"transB", int64_t{1}}});
+  m.add_node("Tanh", {"h"}, {"y"});
+  m.add_output("y");
+  const fs::path model = dir_ / "fc.onnx";
+  m.save(model);
+  for (const char* mode : {"graph", "pynative"}) {
+    const auto run = run_mf("grad " + model.string() + " --mode " + mode +
+                            " --deterministic --output-dir " + (dir_ / mode).string());
+    ASSERT_EQ(run.code, 0) << run.err;
+    EXPECT_NE(run.out.find("  fc.weight "), std::string::npos) << run.out;
+  }
+  for (const char* file : {"grad_fc.weight.npy", "grad_fc.bias.npy", "grad_input.1.npy"}) {
+    const Tensor a = Tensor::load_npy(dir_ / "graph" / file);
+    const Tensor b = Tensor::load_npy(dir_ / "pynative" / file);
+    ASSERT_EQ(a.shape(), b.shape()) << file;
+    EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.nbytes()), 0) << file;
+  }
+  // d sum(tanh(h)) / d bias: one minus tanh squared, summed over the batch; never all zeros.
+  const std::vector<double> db = Tensor::load_npy(dir_ / "graph" / "grad_fc.bias.npy").to_doubles();
+  for (double v : db) EXPECT_GT(v, 0.0);
 }
 
 TEST_F(GradCliTest, AnUnknownNetworkIsAClearError) {

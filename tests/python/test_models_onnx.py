@@ -68,3 +68,21 @@ def test_onnx_load_cell_differentiates_the_models_weights(mode):
     np.testing.assert_allclose(dx.asnumpy(), np.tile(w.sum(axis=0), (4, 1)), rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="is not an .onnx file"):
         ms.onnx.load_cell("model.ir")
+
+
+def test_an_onnx_model_trains_as_a_cell_with_the_same_losses_in_both_modes():
+    path = os.path.join(os.path.dirname(ONNX_NODE_TESTS), "pytorch-converted", "test_Linear",
+                        "model.onnx")
+    require(os.path.isfile(path), "libonnx-testdata not installed")
+    curves = []
+    for mode in (ms.PYNATIVE_MODE, ms.GRAPH_MODE):
+        ms.set_context(mode=mode, deterministic="ON")
+        cell = ms.onnx.load_cell(path)
+        x = ms.Tensor(np.linspace(-1, 1, 40, dtype=np.float32).reshape(4, 10))
+        y = ms.Tensor(np.zeros((4, 8), np.float32))
+        step = ms.nn.TrainOneStepCell(ms.nn.WithLossCell(cell, ms.nn.MSELoss()),
+                                      ms.nn.Momentum(cell.trainable_params(), 0.1, 0.9))
+        curves.append([float(step(x, y).asnumpy()) for _ in range(10)])
+    ms.set_context(deterministic="OFF")
+    assert curves[0] == curves[1]
+    assert curves[0][-1] < curves[0][0] / 4

@@ -6,7 +6,7 @@ ops, so a GRAPH-mode ``construct`` traces it; attributes are given when the oper
 inputs when it is called, as in MindSpore."""
 
 from . import ops
-from ._modeflow import Tensor, int32
+from ._modeflow import Tensor, int32, int64
 
 
 def _axes(axis, name):
@@ -151,7 +151,12 @@ class Stack(Primitive):
 
     def __call__(self, tensors):
         tensors = _tensors(tensors, "Stack")
-        axis = self.axis if self.axis >= 0 else self.axis + tensors[0].ndim + 1
+        rank = tensors[0].ndim + 1
+        if isinstance(self.axis, bool) or not isinstance(self.axis, int) or \
+                not -rank <= self.axis < rank:
+            raise ValueError(f"For 'Stack', the 'axis' must be in [{-rank}, {rank}) for inputs of "
+                             f"rank {rank - 1}, but got {self.axis!r}")
+        axis = self.axis if self.axis >= 0 else self.axis + rank
         return ops.concat([ops.expand_dims(t, axis=axis) for t in tensors], axis=axis)
 
 
@@ -180,6 +185,9 @@ class Argmax(Primitive):
     """MindSpore's ops.Argmax(axis=-1, output_type=mstype.int32)(x)."""
 
     def __init__(self, axis=-1, output_type=int32):
+        if output_type not in (int32, int64):
+            raise TypeError(f"For '{type(self).__name__}', the 'output_type' must be int32 or "
+                            f"int64, but got {output_type}")
         self.axis, self.output_type = axis, output_type
 
     def __call__(self, x):

@@ -86,6 +86,10 @@ def _flatten(self, order="C", *, start_dim=0, end_dim=-1):
     shape = tuple(self.shape)
     if not shape:
         return self.reshape((1,))
+    for name, dim in (("start_dim", start_dim), ("end_dim", end_dim)):
+        if isinstance(dim, bool) or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
+            raise ValueError(f"Tensor.flatten: {name} {dim!r} is out of range for rank "
+                             f"{len(shape)} (expected {-len(shape)} <= {name} < {len(shape)})")
     start, end = start_dim % len(shape), end_dim % len(shape)
     if start > end:
         raise ValueError(f"Tensor.flatten: start_dim {start_dim} comes after end_dim {end_dim}")

@@ -251,4 +251,8 @@ def test_mindspore_operator_classes_and_functional_names(mode):
         ops.ReduceSum(keep_dims=1)
     with pytest.raises(TypeError, match="non-empty tuple or list of Tensors"):
         ops.Concat()(x)
+    with pytest.raises(TypeError, match="'output_type' must be int32 or int64"):
+        ops.Argmax(output_type=ms.float32)
+    with pytest.raises(ValueError, match=r"'axis' must be in \[-3, 3\)"):
+        ops.Stack(axis=5)((x,))
     ms.set_context(mode=ms.PYNATIVE_MODE)

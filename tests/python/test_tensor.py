@@ -150,6 +150,8 @@ def test_mindspore_tensor_methods_match_numpy(mode):
         x.sum(axis="1")
     with pytest.raises(ValueError, match="return_indices needs one int axis"):
         x.max(return_indices=True)
+    with pytest.raises(ValueError, match="start_dim 10 is out of range for rank 3"):
+        x.flatten(start_dim=10)
     ms.set_context(mode=ms.PYNATIVE_MODE)
 
 

@@ -68,6 +68,16 @@ class _JitFunction:
     def __call__(self, *args):
         if self._eager:
             return self._fn(*args)
+        if len(args) != 1:
+            # The engine compiles functions and cells of one tensor.
+            message = (f"jit: {self._fn.__name__} takes {len(args)} arguments; modeflow compiles "
+                       "functions of one tensor")
+            if self._fullgraph:
+                raise TypeError(message + " (fullgraph=True)")
+            warnings.warn(message + ", so this one runs op by op from now on (fullgraph=True "
+                          "makes this an error).", stacklevel=2)
+            self._eager = True
+            return self._fn(*args)
         if self._cell is None:
             cls = type(self._fn.__name__, (_FunctionCell,), {})
             self._cell = cls(self._fn, self.__modeflow_jit_level__)

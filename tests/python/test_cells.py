@@ -181,6 +181,23 @@ def test_jit_fullgraph_and_fallback():
     np.testing.assert_array_equal(y.asnumpy(), [1, 1])
 
 
+def test_a_jit_function_of_several_tensors_runs_op_by_op_and_differentiates():
+    def scaled(a, b):
+        return ms.ops.tanh(a) * b
+
+    a = ms.Tensor(np.full((2, 2), 0.5, np.float32))
+    b = ms.Tensor(np.full((2, 2), 2.0, np.float32))
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        ms.jit(scaled, fullgraph=True)(a, b)
+    lenient = ms.jit(scaled)
+    with pytest.warns(UserWarning, match="runs op by op"):
+        y = lenient(a, b)
+    np.testing.assert_allclose(y.asnumpy(), np.tanh(0.5) * 2, rtol=1e-6)
+    da, db = ms.grad(lenient, grad_position=(0, 1))(a, b)
+    np.testing.assert_allclose(da.asnumpy(), 2 * (1 - np.tanh(0.5) ** 2), rtol=1e-6)
+    np.testing.assert_allclose(db.asnumpy(), np.tanh(0.5), rtol=1e-6)
+
+
 class JitNet(ms.nn.Cell):
     def __init__(self):
         super().__init__()

@@ -175,6 +175,11 @@ def test_model_trains_evaluates_and_the_checkpoint_reloads(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "epoch: 3 step: 8, loss is" in out and "per step time" in out
     assert counter.steps == 24
+    # Sink mode on a CPU target feeds step by step, as MindSpore does; sink_size is still checked.
+    model.train(1, train, callbacks=[counter], dataset_sink_mode=True, sink_size=4)
+    assert counter.steps == 32
+    with pytest.raises(ValueError, match="'sink_size' must be -1 or a positive int"):
+        model.train(1, train, dataset_sink_mode=True, sink_size=0)
     xt, yt = problem(256, 6)
     test = ds.NumpySlicesDataset((xt, yt), column_names=["data", "label"], shuffle=False).batch(64)
     metrics = model.eval(test)

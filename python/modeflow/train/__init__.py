@@ -204,6 +204,12 @@ class Model:
               sink_size=-1, initial_epoch=0):
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 1:
             raise ValueError(f"epoch must be a positive int, got {epoch!r}")
+        if isinstance(sink_size, bool) or not isinstance(sink_size, int) or \
+                (sink_size != -1 and sink_size < 1):
+            raise ValueError(f"For 'Model.train', 'sink_size' must be -1 or a positive int, but "
+                             f"got {sink_size!r}")
+        # As MindSpore on a CPU target: dataset sink mode is not supported there, so the data is
+        # fed step by step (callbacks per step) whatever dataset_sink_mode says.
         callbacks = list(callbacks or [])
         if isinstance(callbacks, Callback):
             callbacks = [callbacks]

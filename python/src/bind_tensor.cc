@@ -531,23 +531,8 @@ void bind_tensor(py::module_& m) {
                   ir::shape_to_string(value.shape()) + " must equal it");
             }
             // MindSpore's rule: a value of a wider type than the parameter's is refused, a
-            // narrower one is cast.
-            const auto rank = [](DType d) {
-              switch (d) {
-                case DType::kBool:
-                  return 0;
-                case DType::kInt32:
-                  return 1;
-                case DType::kInt64:
-                  return 2;
-                case DType::kFloat32:
-                  return 3;
-                case DType::kFloat64:
-                  return 4;
-              }
-              return 0;
-            };
-            if (rank(value.dtype()) > rank(self.dtype())) {
+            // narrower one is cast (the order of implicit promotion).
+            if (promotion_rank(value.dtype()) > promotion_rank(self.dtype())) {
               throw py::type_error("Parameter.set_data: the incoming data type " +
                                    std::string(ir::dtype_name(value.dtype())) +
                                    " is wider than the parameter's " +

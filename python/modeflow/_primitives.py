@@ -6,6 +6,7 @@ ops, so a GRAPH-mode ``construct`` traces it; attributes are given when the oper
 inputs when it is called, as in MindSpore."""
 
 from . import ops
+from ._tensor_methods import _shown
 from ._modeflow import Tensor, int32, int64
 
 
@@ -81,7 +82,7 @@ class Softmax(Primitive):
         axes = _axes(axis, type(self).__name__)
         if len(axes) != 1:
             raise ValueError(f"For '{type(self).__name__}', softmax over several axes is not "
-                             f"supported, got axis={axis!r}")
+                             f"supported, got axis={_shown(axis)}")
         self.axis = axes[0]
 
     def __call__(self, x):
@@ -155,7 +156,7 @@ class Stack(Primitive):
         if isinstance(self.axis, bool) or not isinstance(self.axis, int) or \
                 not -rank <= self.axis < rank:
             raise ValueError(f"For 'Stack', the 'axis' must be in [{-rank}, {rank}) for inputs of "
-                             f"rank {rank - 1}, but got {self.axis!r}")
+                             f"rank {rank - 1}, but got {_shown(self.axis)}")
         axis = self.axis if self.axis >= 0 else self.axis + rank
         return ops.concat([ops.expand_dims(t, axis=axis) for t in tensors], axis=axis)
 

@@ -7,6 +7,12 @@ from . import ops
 from ._modeflow import Tensor
 
 
+def _shown(value, limit=40):
+    """A caller's value as an error echoes it: its repr, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _axes(axis, method):
     if axis is None:
         return []
@@ -15,7 +21,7 @@ def _axes(axis, method):
                         f"but got {type(axis).__name__}")
     axes = [axis] if isinstance(axis, int) else list(axis)
     if not all(isinstance(a, int) and not isinstance(a, bool) for a in axes):
-        raise TypeError(f"For 'Tensor.{method}', every axis must be an int, got {axis!r}")
+        raise TypeError(f"For 'Tensor.{method}', every axis must be an int, got {_shown(axis)}")
     return axes
 
 
@@ -48,7 +54,8 @@ def _extreme(reduce, arg, combine, name):
         if not return_indices:
             return values
         if not isinstance(axis, int) or isinstance(axis, bool):
-            raise ValueError(f"Tensor.{name}: return_indices needs one int axis, got {axis!r}")
+            raise ValueError(f"Tensor.{name}: return_indices needs one int axis, got "
+                             f"{_shown(axis)}")
         return values, arg(self, axis=axis, keep_dims=bool(keepdims))
 
     method.__name__ = name
@@ -82,13 +89,13 @@ def _expand_dims(self, axis):
 
 def _flatten(self, order="C", *, start_dim=0, end_dim=-1):
     if order != "C":
-        raise ValueError(f"Tensor.flatten: order must be 'C' (row-major), got {order!r}")
+        raise ValueError(f"Tensor.flatten: order must be 'C' (row-major), got {_shown(order)}")
     shape = tuple(self.shape)
     if not shape:
         return self.reshape((1,))
     for name, dim in (("start_dim", start_dim), ("end_dim", end_dim)):
         if isinstance(dim, bool) or not isinstance(dim, int) or not -len(shape) <= dim < len(shape):
-            raise ValueError(f"Tensor.flatten: {name} {dim!r} is out of range for rank "
+            raise ValueError(f"Tensor.flatten: {name} {_shown(dim)} is out of range for rank "
                              f"{len(shape)} (expected {-len(shape)} <= {name} < {len(shape)})")
     start, end = start_dim % len(shape), end_dim % len(shape)
     if start > end:

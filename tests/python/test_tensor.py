@@ -152,6 +152,8 @@ def test_mindspore_tensor_methods_match_numpy(mode):
         x.max(return_indices=True)
     with pytest.raises(ValueError, match="start_dim 10 is out of range for rank 3"):
         x.flatten(start_dim=10)
+    with pytest.raises(ValueError, match=r"order must be 'C' \(row-major\), got 'FFFF.{35}\.\.\.$"):
+        x.flatten(order="F" * 10000)  # a caller's text is cut before it is echoed
     ms.set_context(mode=ms.PYNATIVE_MODE)
 
 

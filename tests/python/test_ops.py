@@ -256,3 +256,25 @@ def test_mindspore_operator_classes_and_functional_names(mode):
     with pytest.raises(ValueError, match=r"'axis' must be in \[-3, 3\)"):
         ops.Stack(axis=5)((x,))
     ms.set_context(mode=ms.PYNATIVE_MODE)
+
+
+def test_bucket_all_reduce_ops_refuse_bad_buckets_clearly():
+    ops = ms.ops
+    flat = ms.Tensor(np.arange(6, dtype=np.float32))
+    # Outside a group both are copies: start packs, wait takes a slice out.
+    packed = ops.all_reduce_start(flat, ms.Tensor(np.ones((2, 2), np.float32)))
+    assert packed.shape == (10,)
+    np.testing.assert_array_equal(
+        ops.all_reduce_wait(packed, offset=6, shape=[2, 2], mean=True).asnumpy(), np.ones((2, 2)))
+    with pytest.raises(ValueError, match=r"elements \[4, 4 \+ 5\) are outside the bucket of 6"):
+        ops.all_reduce_wait(flat, offset=4, shape=[5])
+    with pytest.raises(ValueError, match=r"elements \[-1, -1 \+ 1\) are outside the bucket"):
+        ops.all_reduce_wait(flat, offset=-1, shape=[1])
+    with pytest.raises(ValueError, match="more than 2\\^40"):
+        ops.all_reduce_wait(flat, offset=0, shape=[1 << 40, 1 << 40])
+    with pytest.raises(ValueError, match="every input must have one dtype; got Float32 and Int32"):
+        ops.all_reduce_start(flat, ms.Tensor(np.ones((2,), np.int32)))
+    with pytest.raises(ValueError, match="a Bool tensor is not reduced"):
+        ops.all_reduce_start(ms.Tensor(np.ones((2,), bool)))
+    with pytest.raises(ValueError, match="mean needs floating sums"):
+        ops.all_reduce_wait(ms.Tensor(np.ones((2,), np.int32)), offset=0, shape=[2], mean=True)

@@ -209,6 +209,7 @@ TEST(PackedConv, FusedActivationGivesTheBytesOfTheSeparateOps) {
 TEST(PackedConv, GivesTheBitsOfOneDnnChannelsLast) {
   if (!packed_conv_available()) GTEST_SKIP() << "the packed kernel needs an AVX-512 CPU and build";
   for (PackedCase c : packed_cases()) {
+    ir::get_op("conv2d").infer_types(c.inputs, c.attrs);  // the attributes' defaults filled in
     std::vector<HostTensor> in = random_inputs(c.inputs, 9);
     for (int threads : {1, 2}) {
       // The claim is about the packed kernel: it must be the one that ran.

@@ -50,7 +50,7 @@ void save(const std::string& dir, const std::string& name, const Tensor& t) {
 // What is differentiated: a sample network, or a model file as a cell (engine/io/model_cell.h).
 struct Target {
   std::shared_ptr<nn::Cell> net;
-  Tensor x;
+  std::vector<Tensor> inputs;  // the first is differentiated; a model's others are drawn
   std::string title, input_name;
   std::vector<std::string> weight_names;  // as the network or the file names them
 };
@@ -59,13 +59,17 @@ Target target_of(const GradOptions& options) {
   Target t;
   if (engine::model_format(options.target)) {
     auto cell = std::make_shared<engine::ModelCell>(options.target, options.seed);
+    const std::vector<std::string>& parameters = cell->model().input_parameters();
     if (options.input.empty()) {
       MF_CHECK(!cell->model().dynamic(), InvalidArgument, "model ", echo(options.target),
                " has dynamic input dimensions; give its input with --input FILE.npy");
-      const std::string& parameter = cell->model().input_parameters().front();
-      t.x = cell->model().runner().with_generated({}, options.seed).at(parameter);
+      const auto drawn = cell->model().runner().with_generated({}, options.seed);
+      for (const std::string& parameter : parameters) t.inputs.push_back(drawn.at(parameter));
     } else {
-      t.x = Tensor::load_npy(options.input);
+      MF_CHECK(parameters.size() == 1, InvalidArgument, "model ", echo(options.target), " has ",
+               parameters.size(),
+               " inputs and --input gives one; leave --input out to draw them all from --seed");
+      t.inputs.push_back(Tensor::load_npy(options.input));
     }
     t.title = options.target;
     // The IR's names (letters, digits, '_' and '.'): safe as file names under --output-dir.
@@ -78,7 +82,8 @@ Target target_of(const GradOptions& options) {
   }
   const models::NetSpec& spec = models::find_net(options.target);
   t.net = spec.make(options.seed);
-  t.x = options.input.empty() ? spec.make_input(options.seed) : Tensor::load_npy(options.input);
+  t.inputs.push_back(options.input.empty() ? spec.make_input(options.seed)
+                                           : Tensor::load_npy(options.input));
   t.title = spec.name;
   t.input_name = spec.input_name;
   for (const auto& [name, tensor] : t.net->named_parameters()) t.weight_names.push_back(name);
@@ -89,7 +94,7 @@ void grad(const GradOptions& options) {
   MF_CHECK(options.iters >= 1, InvalidArgument, "--iters must be at least 1, got ", options.iters);
   Target target = target_of(options);
   nn::Cell* net = target.net.get();
-  const Tensor& x = target.x;
+  const Tensor& x = target.inputs.front();
   GradSpec grad_spec;
   grad_spec.input = ir::is_floating(x.dtype());  // token ids have no gradient
   std::vector<std::string> names;
@@ -109,7 +114,7 @@ void grad(const GradOptions& options) {
   std::vector<double> millis;
   for (int i = 0; i < options.iters; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    g = gradient(x);
+    g = gradient(std::span<const Tensor>(target.inputs));
     g.value.sync();
     for (const Tensor& w : g.weights) w.sync();
     engine::sync();
@@ -157,7 +162,8 @@ void add_grad_command(CLI::App& app, GlobalOptions& global) {
       "grad",
       "Differentiate a sample network or a model file: each parameter's gradient statistics");
   cmd->add_option("target", options->target,
-                  "A network from `mf nets`, or a model file (.onnx, .ir) of one input")
+                  "A network from `mf nets`, or a model file (.onnx, .ir); of its inputs, the "
+                  "first is differentiated")
       ->required();
   cmd->add_option("--input", options->input, "The input from a .npy file (default: generated)");
   cmd->add_option("--seed", options->seed, "Seed of the weights and generated input (default 0)");

@@ -52,7 +52,9 @@ std::vector<int64_t> wrt_parameters(nn::Cell& cell, const std::vector<engine::Bi
   for (const Tensor& w : spec.weights) {
     int64_t found = -1;
     for (size_t i = 0; i < bound.size() && found < 0; ++i) {
-      if (bindings[i].kind != engine::Binding::Kind::kInput && bound[i].impl() == w.impl()) {
+      const bool input = bindings[i].kind == engine::Binding::Kind::kInput ||
+                         bindings[i].kind == engine::Binding::Kind::kExtraInput;
+      if (!input && bound[i].impl() == w.impl()) {
         found = int64_t(i);
       }
     }
@@ -153,6 +155,19 @@ const engine::GraphRunReport& GradFunction::graph_report() const {
 void GradFunction::set_graph_rewrite(GraphRewrite rewrite) {
   forms_->rewrite = std::move(rewrite);
   forms_->entries.clear();
+}
+
+Gradients GradFunction::operator()(std::span<const Tensor> inputs, const Tensor& sens,
+                                   std::source_location where) {
+  MF_CHECK(!inputs.empty(), InvalidArgument, "the gradient of ", cell_.class_name(),
+           " was called with no input");
+  for (size_t i = 1; i < inputs.size(); ++i) {
+    MF_CHECK(inputs[i].defined(), InvalidArgument, "the gradient of ", cell_.class_name(),
+             ": input ", i, " is an undefined tensor");
+  }
+  const nn::Cell::ExtraInputsScope extra(cell_,
+                                         std::vector<Tensor>(inputs.begin() + 1, inputs.end()));
+  return (*this)(inputs[0], sens, where);
 }
 
 Gradients GradFunction::operator()(const Tensor& x, const Tensor& sens,

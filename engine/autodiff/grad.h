@@ -52,6 +52,10 @@ class GradFunction {
   // `sens` seeds the backward when the spec says sens_param (of the output's type); otherwise ones.
   Gradients operator()(const Tensor& x, const Tensor& sens = Tensor(),
                        std::source_location where = std::source_location::current());
+  // A call with several inputs (Cell::operator() of a span): the gradient is still that of
+  // inputs[0] and the weights; the others are bound per call, as the cell's extra inputs.
+  Gradients operator()(std::span<const Tensor> inputs, const Tensor& sens = Tensor(),
+                       std::source_location where = std::source_location::current());
   // GRAPH mode: what the last call compiled or reused (as Cell::graph_report); `ran` is false
   // after a call that ran op by op.
   const engine::GraphRunReport& graph_report() const;

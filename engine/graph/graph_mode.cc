@@ -21,13 +21,25 @@ double millis_since(Clock::time_point start) {
 }
 
 // Why no held form fits: the input that changed, or the compile settings that did.
-std::string recompile_reason(const CompiledForms& forms, const ir::TensorType& input,
-                             const context::Fingerprint& fingerprint) {
+std::string recompile_reason(const CompiledForms& forms, const nn::Cell& cell,
+                             const ir::TensorType& input, const context::Fingerprint& fingerprint) {
   if (forms.entries.empty()) return {};
   const CompiledCell& last = *forms.entries.back();
   if (!(last.input_type == input)) {
     return "input x changed from " + ir::type_to_string(last.input_type) + " to " +
            ir::type_to_string(input);
+  }
+  const std::vector<ir::TensorType>& traced = last.weight_types.extra_inputs;
+  const std::span<const Tensor> extra = cell.extra_inputs();
+  if (traced.size() != extra.size()) {
+    return "the call has " + std::to_string(extra.size() + 1) + " inputs, not " +
+           std::to_string(traced.size() + 1);
+  }
+  for (size_t i = 0; i < extra.size(); ++i) {
+    if (!(extra[i].type() == traced[i])) {
+      return "input " + std::to_string(i + 1) + " changed from " + ir::type_to_string(traced[i]) +
+             " to " + ir::type_to_string(extra[i].type());
+    }
   }
   std::string changed;
   for (const auto& name : context::differing_components(last.network->fingerprint, fingerprint)) {
@@ -169,11 +181,13 @@ CompiledCell& find_or_compile(nn::Cell& cell, const Tensor& x, CompiledForms& fo
       }
     }
   }
-  if (form == nullptr && cell.declared_input() && ir::is_dynamic(cell.declared_input()->shape)) {
+  // The declaration covers x alone: a call with more inputs compiles per size.
+  if (form == nullptr && cell.declared_input() && ir::is_dynamic(cell.declared_input()->shape) &&
+      cell.extra_inputs().empty()) {
     form = bind_dynamic(cell, x, forms, *derived, report);
   }
   if (form == nullptr) {
-    report.recompile_reason = recompile_reason(forms, x.type(), derived->fingerprint);
+    report.recompile_reason = recompile_reason(forms, cell, x.type(), derived->fingerprint);
 
     if (!report.recompile_reason.empty()) {
       log::info("recompiling {}: {}", cell.class_name(), report.recompile_reason);

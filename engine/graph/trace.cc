@@ -63,10 +63,24 @@ TraceResult Tracer::trace(nn::Cell& cell, const Tensor& x, int max_call_depth,
   tracer.bindings_.push_back({Binding::Kind::kInput, "x", {}});
   tracer.frames_.back().values[x.impl().get()] = input;
   tracer.keep_alive_.push_back(x.impl());
+  // Each extra input becomes a parameter of its own, traced through a symbolic stand-in: the
+  // caller's tensor may also be x, another extra input or a weight, and the graph must still read
+  // each from its own binding on later calls.
+  std::vector<Tensor> stand_ins;
+  for (size_t i = 0; i < cell.extra_inputs().size(); ++i) {
+    const Tensor& given = cell.extra_inputs()[i];
+    std::string name = "x" + std::to_string(i + 1);
+    while (tracer.root_->find_parameter(name) != nullptr || tracer.names_weight(name)) name += "_";
+    ir::Parameter* p = tracer.root_->add_parameter(name, given.type());
+    tracer.bindings_.push_back({Binding::Kind::kExtraInput, name, {}, i});
+    stand_ins.push_back(tracer.symbolic(given.type(), p));
+  }
+  const nn::Cell::ExtraInputsScope traced_extra_inputs(cell, std::move(stand_ins));
   {
     ActiveTracer active(&tracer);
     Tensor y;
     if (trace_bprop && cell.has_bprop()) {
+      cell.check_bprop_takes_this_call();
       y = tracer.call_cell(cell, x);  // its own call, so the bprop has a call to replace
     } else {
       ScopeGuard scope(cell.instance_name(), cell.class_name(), reserve_class_name);
@@ -76,6 +90,13 @@ TraceResult Tracer::trace(nn::Cell& cell, const Tensor& x, int max_call_depth,
   }
   return {std::move(tracer.root_), std::move(tracer.bindings_), std::move(tracer.custom_bprops_),
           std::move(tracer.recompute_calls_)};
+}
+
+bool Tracer::names_weight(const std::string& name) const {
+  for (const auto& [impl, weight] : weight_names_) {
+    if (weight == name) return true;
+  }
+  return false;
 }
 
 void Tracer::push_frame(ir::Graph* graph) {
@@ -188,6 +209,7 @@ Tensor Tracer::call_cell(nn::Cell& cell, const Tensor& x) {
   for (const TensorImpl* impl : captured) inputs.push_back(frames_[parent].values.at(impl));
   std::optional<passes::CustomBprop> custom;
   if (trace_bprop_ && cell.has_bprop()) {
+    cell.check_bprop_takes_this_call();
     auto [bprop_name, bprop_captured] = trace_bprop(cell, parent, x, y, *sub, captured);
     // The body takes the bprop's captures too (unused), so the call's inputs stay its parameters.
     for (const TensorImpl* impl : bprop_captured) {
@@ -367,6 +389,12 @@ std::vector<Tensor> bound_tensors(nn::Cell& cell, const std::vector<Binding>& bi
       case Binding::Kind::kCaptured:
         t = binding.captured;
         break;
+      case Binding::Kind::kExtraInput:
+        MF_CHECK(binding.extra_index < cell.extra_inputs().size(), Internal, cell.class_name(),
+                 "'s trace binds extra input ", binding.extra_index + 1, " of a call with ",
+                 cell.extra_inputs().size());
+        t = cell.extra_inputs()[binding.extra_index];
+        break;
       case Binding::Kind::kWeight:
         if (!have_weights) weights = cell.named_parameters(), have_weights = true;
         for (const auto& [name, tensor] : weights) {
@@ -411,7 +439,16 @@ std::vector<bool> recompute_now(const nn::Cell& cell) {
 }
 }  // namespace
 
+namespace {
+std::vector<ir::TensorType> extra_input_types(const nn::Cell& cell) {
+  std::vector<ir::TensorType> out;
+  for (const Tensor& t : cell.extra_inputs()) out.push_back(t.type());
+  return out;
+}
+}  // namespace
+
 void WeightTypes::record(nn::Cell& cell, const std::vector<Binding>& bindings) {
+  extra_inputs = extra_input_types(cell);
   checked_generation = nn::Cell::trace_state_generation();
   types = weight_types_now(cell, bindings);
   training = training_now(cell);
@@ -419,6 +456,10 @@ void WeightTypes::record(nn::Cell& cell, const std::vector<Binding>& bindings) {
 }
 
 bool WeightTypes::still_fit(nn::Cell& cell, const std::vector<Binding>& bindings) {
+  if (cell.extra_inputs().size() != extra_inputs.size()) return false;
+  for (size_t i = 0; i < extra_inputs.size(); ++i) {
+    if (!(cell.extra_inputs()[i].type() == extra_inputs[i])) return false;
+  }
   const uint64_t now = nn::Cell::trace_state_generation();
   if (now == checked_generation) return true;
   if (weight_types_now(cell, bindings) != types || training_now(cell) != training ||

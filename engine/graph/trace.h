@@ -27,10 +27,12 @@ namespace mf::engine {
 
 // How a graph parameter gets its tensor at run time.
 struct Binding {
-  enum class Kind { kInput, kWeight, kCaptured };
+  // kExtraInput: one of the call's inputs after the first (Cell::extra_inputs()).
+  enum class Kind { kInput, kWeight, kCaptured, kExtraInput };
   Kind kind = Kind::kInput;
-  std::string name;  // the input's or the weight's name
-  Tensor captured;   // kCaptured: the tensor itself
+  std::string name;        // the input's or the weight's name
+  Tensor captured;         // kCaptured: the tensor itself
+  size_t extra_index = 0;  // kExtraInput: its place in extra_inputs()
 };
 
 // The tensors `bindings` name for a run of `cell` on `x`, in parameter order: x, captured tensors,
@@ -38,12 +40,13 @@ struct Binding {
 // PYNATIVE work that produces any of them.
 std::vector<runtime::TensorArg> bind_inputs(nn::Cell& cell, const std::vector<Binding>& bindings,
                                             const Tensor& x);
-// What a compiled form was traced with besides its input: the weights' types (a loss cell's labels
-// of another batch size: Cell::replace_parameter) and every cell's training mode (a batch norm
-// traces differently). A form is only valid for those. Checking is free while no parameter
-// anywhere was retyped and no mode changed since.
+// What a compiled form was traced with besides its first input: the other inputs' count and
+// types (a loss cell's labels of another batch size), the weights' types and every cell's training
+// and recompute mode (a batch norm traces differently). A form is only valid for those. Beyond
+// the other inputs, checking is free while no mode changed anywhere since.
 struct WeightTypes {
   std::vector<ir::TensorType> types;
+  std::vector<ir::TensorType> extra_inputs;  // checked at every call: they change with each
   std::vector<bool> training;   // the cell's, then its descendants' in named_descendants order
   std::vector<bool> recompute;  // likewise: which cells recompute (a differentiated graph's shape)
   uint64_t checked_generation = 0;
@@ -107,6 +110,7 @@ class Tracer {
   std::pair<std::string, std::vector<const TensorImpl*>> trace_bprop(
       nn::Cell& cell, size_t parent, const Tensor& x, const Tensor& y, ir::Graph& body,
       const std::vector<const TensorImpl*>& body_captured);
+  bool names_weight(const std::string& name) const;
   ir::Value resolve(const Tensor& t) { return resolve(t.impl(), frames_.size() - 1); }
   ir::Value resolve(const std::shared_ptr<TensorImpl>& impl, size_t frame);
   ir::Value lift(const std::shared_ptr<TensorImpl>& impl, size_t frame);

@@ -9,10 +9,9 @@ namespace mf::engine {
 
 ModelCell::ModelCell(const std::filesystem::path& path, uint64_t seed)
     : Cell("ModelCell"), model_(ModelFile::load(path)), seed_(seed) {
-  MF_CHECK(model_.input_names().size() == 1, InvalidArgument, "model ", echo(path.string()),
-           " has ", model_.input_names().size(),
-           " inputs; a model used as a cell (for gradients or training) takes exactly one");
-  const std::string& input = model_.input_parameters().front();
+  MF_CHECK(!model_.input_names().empty(), InvalidArgument, "model ", echo(path.string()),
+           " has no inputs; a model used as a cell (for gradients or training) takes one or more");
+  const std::vector<std::string>& inputs = model_.input_parameters();
   // Every other parameter is a weight: the file's own values, or (an .ir file) drawn from the seed.
   std::map<std::string, Tensor> values = model_.feeds({});
   if (!model_.dynamic()) {
@@ -20,7 +19,7 @@ ModelCell::ModelCell(const std::filesystem::path& path, uint64_t seed)
     for (const auto& [name, value] : all) values.try_emplace(name, value);
   }
   for (const auto& [name, value] : values) {
-    if (name == input) continue;
+    if (std::find(inputs.begin(), inputs.end(), name) != inputs.end()) continue;
     std::string cell_name = name;
     std::replace(cell_name.begin(), cell_name.end(), '.', '_');
     register_parameter(cell_name, value, ir::is_floating(value.dtype()));
@@ -29,7 +28,16 @@ ModelCell::ModelCell(const std::filesystem::path& path, uint64_t seed)
 }
 
 Tensor ModelCell::forward(const Tensor& x) {
-  std::map<std::string, Tensor> feeds = model_.feeds({{input_name(), x}});
+  const std::vector<std::string>& names = model_.input_names();
+  if (extra_inputs().size() + 1 != names.size()) {
+    std::string listed;
+    for (const std::string& name : names) listed += (listed.empty() ? "" : ", ") + echo(name, 64);
+    MF_FAIL(InvalidArgument, "the model takes ", names.size(), " inputs (", listed,
+            "), in this order; the call gave ", extra_inputs().size() + 1);
+  }
+  std::map<std::string, Tensor> given{{names[0], x}};
+  for (size_t i = 1; i < names.size(); ++i) given[names[i]] = extra_input(i - 1);
+  std::map<std::string, Tensor> feeds = model_.feeds(given);
   // The cell's current parameters, not the file's values: what the tape and a trace follow, and
   // what an optimizer updates.
   std::map<std::string, Tensor> parameters;

@@ -18,10 +18,41 @@ Cell::Cell(std::string class_name)
 
 Cell::~Cell() = default;
 
+Cell::ExtraInputsScope::ExtraInputsScope(Cell& cell, std::vector<Tensor> extra)
+    : cell_(cell), saved_(std::exchange(cell.extra_inputs_, std::move(extra))) {}
+
+Cell::ExtraInputsScope::~ExtraInputsScope() {
+  cell_.extra_inputs_ = std::move(saved_);
+}
+
+Tensor Cell::operator()(std::span<const Tensor> inputs, std::source_location where) {
+  MF_CHECK(!inputs.empty(), InvalidArgument, class_name_, " was called with no input");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    MF_CHECK(inputs[i].defined() || (i == 0 && inputs.size() == 1), InvalidArgument, class_name_,
+             ": input ", i, " is an undefined tensor");
+  }
+  const ExtraInputsScope scope(*this, std::vector<Tensor>(inputs.begin() + 1, inputs.end()));
+  return (*this)(inputs[0], where);
+}
+
+const Tensor& Cell::extra_input(size_t i) const {
+  MF_CHECK(i < extra_inputs_.size(), InvalidArgument, class_name_, " reads input ", i + 1,
+           " of a call with ", extra_inputs_.size() + 1, " inputs; call it with ", i + 2,
+           " or more");
+  return extra_inputs_[i];
+}
+
+void Cell::check_bprop_takes_this_call() const {
+  MF_CHECK(extra_inputs_.empty(), Unsupported, "the bprop of ", class_name_,
+           " gives the gradient of one input, but this call has ", extra_inputs_.size() + 1,
+           "; call the cell with one input, or drop its bprop to differentiate its ops");
+}
+
 Tensor Cell::operator()(const Tensor& x, std::source_location where) {
   if (engine::Tracer* tracer = engine::Tracer::active()) return tracer->call_cell(*this, x);
   if (engine::GradTape* tape = engine::GradTape::active()) {
     if (has_bprop()) {
+      check_bprop_takes_this_call();
       // The tape follows the cell as one step whose backward is bprop: its ops are not recorded.
       Tensor y;
       {
@@ -37,8 +68,12 @@ Tensor Cell::operator()(const Tensor& x, std::source_location where) {
           });
       return y;
     }
-    if (jit_ && x.defined()) return run_jit_on_tape(*tape, x, where);
-    if (recompute_ && x.defined()) return run_recompute_on_tape(*tape, x, where);
+    // Both record one step with x as its only differentiable input; a call with extra inputs
+    // records its ops instead, so the extra inputs get their gradients.
+    if (jit_ && x.defined() && extra_inputs_.empty()) return run_jit_on_tape(*tape, x, where);
+    if (recompute_ && x.defined() && extra_inputs_.empty()) {
+      return run_recompute_on_tape(*tape, x, where);
+    }
   }
   return call_forward(x, where);
 }
@@ -295,18 +330,6 @@ void Cell::recompute(bool enable) {
 
 uint64_t Cell::trace_state_generation() {
   return trace_state_changes.load(std::memory_order_acquire);
-}
-
-void Cell::replace_parameter(const std::string& name, const Tensor& value) {
-  for (auto& [existing, tensor] : parameters_) {
-    if (existing == name) {
-      if (!(tensor.type() == value.type()))
-        trace_state_changes.fetch_add(1, std::memory_order_acq_rel);
-      tensor = value;
-      return;
-    }
-  }
-  MF_FAIL(Internal, class_name_, " has no parameter '", name, "' to replace");
 }
 
 std::vector<std::pair<std::string, Cell*>> Cell::named_children() const {

@@ -46,6 +46,31 @@ class Cell {
   Tensor operator()(const Tensor& x, std::source_location where = std::source_location::current());
   virtual Tensor forward(const Tensor& x) = 0;
 
+  // A call with several inputs (MindSpore's construct(self, x, y, ...)): inputs[0] is the cell's
+  // input as above, and forward() reads the others through extra_inputs() while this call runs.
+  // In GRAPH mode (and jit) a top-level call binds each as an input of the compiled graph, never
+  // as a constant or a weight, and a compiled form serves only the count and types it was traced
+  // with. They are not parameters: no listing, gradient of weights or checkpoint holds them.
+  Tensor operator()(std::span<const Tensor> inputs,
+                    std::source_location where = std::source_location::current());
+  // The inputs after the first of the call running now; empty for a one-input call.
+  std::span<const Tensor> extra_inputs() const { return extra_inputs_; }
+  // Input i + 1 of the running call (extra_inputs()[i]); InvalidArgument when the call has fewer.
+  const Tensor& extra_input(size_t i) const;
+  // Gives the cell other extra inputs until it goes out of scope (what a several-input call does;
+  // a trace swaps in its own stand-ins).
+  class ExtraInputsScope {
+   public:
+    ExtraInputsScope(Cell& cell, std::vector<Tensor> extra);
+    ~ExtraInputsScope();
+    ExtraInputsScope(const ExtraInputsScope&) = delete;
+    ExtraInputsScope& operator=(const ExtraInputsScope&) = delete;
+
+   private:
+    Cell& cell_;
+    std::vector<Tensor> saved_;
+  };
+
   const std::string& class_name() const { return class_name_; }
   // The name its parent gave it ("fc1"); "net" for a top-level cell.
   const std::string& instance_name() const { return instance_name_; }
@@ -103,6 +128,8 @@ class Cell {
   // bprop, and under check_bprop its result checked against x: shape, dtype (InvalidArgument with
   // MindSpore's wording).
   Tensor run_bprop(const Tensor& x, const Tensor& out, const Tensor& dout);
+  // Unsupported while the running call has extra inputs: bprop returns one gradient, for x.
+  void check_bprop_takes_this_call() const;
   // What the last GRAPH-mode call did (compiled or reused, times, executor, dumps).
   const engine::GraphRunReport& graph_report() const;
   // Drops compiled forms (the next GRAPH-mode call compiles again).
@@ -110,15 +137,12 @@ class Cell {
 
  protected:
   // Returns a reference that stays valid for the cell's life. requires_grad false: a parameter
-  // the graph binds by name but no optimizer trains (moving statistics, a loss cell's labels).
+  // the graph binds by name but no optimizer trains (moving statistics).
   Tensor& register_parameter(std::string name, Tensor value, bool requires_grad = true);
-  // Replaces a parameter of this cell by a tensor of any type: for values a cell owns that change
-  // shape between calls (a loss cell's labels); compiled forms are keyed by the weights' types.
-  void replace_parameter(const std::string& name, const Tensor& value);
 
  public:
-  // Grows whenever what a trace depends on besides the input changes anywhere: replace_parameter
-  // retypes a parameter, set_train changes a cell's mode.
+  // Grows whenever what a trace depends on besides the inputs changes anywhere: set_train changes
+  // a cell's mode, recompute marks a cell.
   static uint64_t trace_state_generation();
 
  protected:
@@ -155,6 +179,7 @@ class Cell {
   bool training_ = false;
   bool recompute_ = false;
   std::optional<ir::InputSignature> declared_input_;
+  std::vector<Tensor> extra_inputs_;
   std::unique_ptr<engine::CompiledForms> compiled_;
   // A jit cell's compiled gradient, for the tape (made at the first backward through it).
   std::unique_ptr<JitGradient> jit_gradient_;

@@ -8,29 +8,21 @@
 namespace mf::nn {
 
 WithLossCell::WithLossCell(std::shared_ptr<Cell> backbone, std::shared_ptr<Loss> loss_fn)
-    : Cell("WithLossCell"),
-      backbone_(std::move(backbone)),
-      loss_(std::move(loss_fn)),
-      label_(register_parameter("label", Tensor::zeros({0}, DType::kInt32),
-                                /*requires_grad=*/false)) {
+    : Cell("WithLossCell"), backbone_(std::move(backbone)), loss_(std::move(loss_fn)) {
   MF_CHECK(backbone_ != nullptr, InvalidArgument, "WithLossCell: the backbone network is null");
   MF_CHECK(loss_ != nullptr, InvalidArgument, "WithLossCell: the loss function is null");
   adopt_shared("_backbone", backbone_);
 }
 
-void WithLossCell::set_label(const Tensor& label) {
-  MF_CHECK(label.defined(), InvalidArgument, "WithLossCell: the label tensor is undefined");
-  replace_parameter("label", label);
-}
-
 Tensor WithLossCell::operator()(const Tensor& data, const Tensor& label,
                                 std::source_location where) {
-  set_label(label);
-  return Cell::operator()(data, where);
+  MF_CHECK(label.defined(), InvalidArgument, "WithLossCell: the label tensor is undefined");
+  const std::vector<Tensor> inputs{data, label};
+  return Cell::operator()(std::span<const Tensor>(inputs), where);
 }
 
 Tensor WithLossCell::forward(const Tensor& data) {
-  return (*loss_)((*backbone_)(data), label_);
+  return (*loss_)((*backbone_)(data), extra_input(0));
 }
 
 namespace {
@@ -99,9 +91,10 @@ Tensor TrainOneStepCell::operator()(const Tensor& data, const Tensor& label,
     graph_reduces_ = false;
     grad_.set_graph_rewrite(nullptr);
   }
-  network_->set_label(label);
+  MF_CHECK(label.defined(), InvalidArgument, "TrainOneStepCell: the label tensor is undefined");
   runtime::comm::take_overlap_stats();  // counts this step's all-reduces only
-  Gradients result = grad_(data, Tensor(), where);
+  const std::vector<Tensor> inputs{data, label};
+  Gradients result = grad_(std::span<const Tensor>(inputs), Tensor(), where);
   if (data_parallel) {
     if (graph_reduces_ && grad_.graph_report().ran) {
       // The compiled step reduced the gradients itself.

@@ -15,17 +15,15 @@
 
 namespace mf::nn {
 
-// loss_fn(backbone(data), label). The label is a parameter of this cell ("label", trained by no
-// optimizer) replaced at every call, so a compiled graph binds each step's labels by name; a label
-// of another shape (the last, smaller batch) compiles that shape once, as the data's does.
+// loss_fn(backbone(data), label), called with (data, label): the label is the cell's second
+// input, so a compiled graph binds each step's labels at every call, and a label of another
+// shape (the last, smaller batch) compiles that shape once, as the data's does.
 class WithLossCell : public Cell {
  public:
   WithLossCell(std::shared_ptr<Cell> backbone, std::shared_ptr<Loss> loss_fn);
-  using Cell::operator();
   Tensor operator()(const Tensor& data, const Tensor& label,
                     std::source_location where = std::source_location::current());
-  // The label the next call of the one-input form (or a gradient of this cell) uses.
-  void set_label(const Tensor& label);
+  using Cell::operator();
   Tensor forward(const Tensor& data) override;
   Cell& backbone() { return *backbone_; }
   Loss& loss_fn() { return *loss_; }
@@ -33,7 +31,6 @@ class WithLossCell : public Cell {
  private:
   std::shared_ptr<Cell> backbone_;
   std::shared_ptr<Loss> loss_;
-  Tensor& label_;
 };
 
 // One training step per call: the loss of (data, label), its gradient with respect to the

@@ -73,8 +73,8 @@ def set_inputs(self, *inputs):
     ``Tensor(shape=[None, 784], dtype=...)`` leaves None dimensions dynamic."""
     if len(inputs) != 1:
         raise TypeError(
-            "%s.set_inputs: the cell takes one input, got %d declarations"
-            % (type(self).__name__, len(inputs))
+            "%s.set_inputs declares the first input only, got %d declarations; the other "
+            "inputs of a several-input call compile once per shape" % (type(self).__name__, len(inputs))
         )
     declared = inputs[0]
     if isinstance(declared, DynamicTensor):

@@ -1,11 +1,11 @@
 """MindSpore's gradient API: ``ms.grad``, ``ms.value_and_grad``, ``ops.GradOperation``,
 ``ParameterTuple`` and ``Cell.trainable_params``.
 
-A Cell differentiated with respect to its input and weights is one engine GradFunction: in
-GRAPH_MODE the traced graph is differentiated and compiled, forward and backward as one graph
-(dumped, fused and cached like any other); in PYNATIVE_MODE it runs op by op on a tape. Any other
-function (several inputs, ``has_aux``, a position other than 0) is recorded on a tape in either
-mode. The return structures are MindSpore's.
+A Cell differentiated with respect to its first input and weights (its other inputs, if any,
+being tensors) is one engine GradFunction: in GRAPH_MODE the traced graph is differentiated and
+compiled, forward and backward as one graph (dumped, fused and cached like any other); in
+PYNATIVE_MODE it runs op by op on a tape. Any other function (a gradient of a later input,
+``has_aux``) is recorded on a tape in either mode. The return structures are MindSpore's.
 """
 
 from ._modeflow import Parameter, Tensor, float32, float64
@@ -77,7 +77,8 @@ def _structure(input_grads, weight_grads, positions, single_position, single_wei
 def _differentiate(fn, args, positions, weights, has_aux, sens=None, held=None):
     """(forward output as fn returned it, input grads, weight grads). `held` keeps a cell's
     GradFunction between calls: it holds the compiled graph in GRAPH mode."""
-    if isinstance(fn, Cell) and not has_aux and positions in (None, (0,)) and len(args) == 1:
+    if (isinstance(fn, Cell) and not has_aux and positions in (None, (0,)) and args
+            and all(isinstance(a, Tensor) for a in args[1:])):
         key = (positions is not None, tuple(id(w) for w in weights), sens is not None)
         gradient = held.get(key) if held is not None else None
         if gradient is None:
@@ -85,7 +86,7 @@ def _differentiate(fn, args, positions, weights, has_aux, sens=None, held=None):
             if held is not None:
                 held.clear()
                 held[key] = gradient
-        value, input_grad, weight_grads = gradient(args[0], sens)
+        value, input_grad, weight_grads = gradient(args, sens)
         return value, ([input_grad] if positions is not None else []), list(weight_grads)
     for p in positions or ():
         arg = _as_tensor(args[p], f"input {p}")

@@ -3,14 +3,15 @@
 On a function, the first call traces it (per input signature and settings) and compiles it with
 the context's compile settings or its own ``jit_level``; in PYNATIVE mode the compiled run is
 queued like one op and the code around it stays op by op. On ``construct``, every cell of the class
-is marked for jit. The function takes one tensor and returns one, like a cell.
+is marked for jit. The function takes one or more tensors and returns one, like a cell; each
+argument is an input of the compiled graph, bound at every call.
 """
 
 import functools
 import types
 import warnings
 
-from ._modeflow import PYNATIVE_MODE, TracedValueError, get_context
+from ._modeflow import PYNATIVE_MODE, Tensor, TracedValueError, get_context
 from ._modeflow.nn import Cell
 
 _LEVELS = ("", "O0", "O1", "O2")
@@ -42,8 +43,8 @@ class _FunctionCell(Cell):
         object.__setattr__(self, "_fn", fn)
         self.set_jit_config(level)
 
-    def construct(self, x):
-        return self._fn(x)
+    def construct(self, *args):
+        return self._fn(*args)
 
 
 class _JitFunction:
@@ -68,10 +69,11 @@ class _JitFunction:
     def __call__(self, *args):
         if self._eager:
             return self._fn(*args)
-        if len(args) != 1:
-            # The engine compiles functions and cells of one tensor.
-            message = (f"jit: {self._fn.__name__} takes {len(args)} arguments; modeflow compiles "
-                       "functions of one tensor")
+        if not args or not all(isinstance(a, Tensor) for a in args):
+            # The engine compiles functions of tensors; other values would be baked in.
+            kinds = ", ".join(type(a).__name__ for a in args) or "no arguments"
+            message = (f"jit: {self._fn.__name__} is called with ({kinds}); modeflow compiles "
+                       "functions of tensors only")
             if self._fullgraph:
                 raise TypeError(message + " (fullgraph=True)")
             warnings.warn(message + ", so this one runs op by op from now on (fullgraph=True "

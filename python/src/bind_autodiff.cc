@@ -88,21 +88,22 @@ void bind_autodiff(py::module_& m) {
            py::arg("cell"), py::arg("input"), py::arg("weights"), py::arg("sens_param"))
       .def(
           "__call__",
-          [](PyGradFunction& self, py::handle x, py::object sens) {
-            const Tensor input = to_tensor(x);
+          [](PyGradFunction& self, py::sequence args, py::object sens) {
+            std::vector<Tensor> inputs;
+            for (py::handle arg : args) inputs.push_back(to_tensor(arg));
             const Tensor seed = sens.is_none() ? Tensor() : to_tensor(sens);
             const std::source_location where = python_call_site();
             Gradients g;
             {
               py::gil_scoped_release release;  // construct() takes it back while it traces
-              g = self.function(input, seed, where);
+              g = self.function(std::span<const Tensor>(inputs), seed, where);
             }
             flush_warnings();
             py::tuple weights(g.weights.size());
             for (size_t i = 0; i < g.weights.size(); ++i) weights[i] = py::cast(g.weights[i]);
             return py::make_tuple(g.value, tensor_or_none(g.input), weights);
           },
-          py::arg("x"), py::arg("sens") = py::none())
+          py::arg("inputs"), py::arg("sens") = py::none())
       .def("compile_report", [](const PyGradFunction& self) {
         const engine::GraphRunReport& r = self.function.graph_report();
         py::dict d;

@@ -41,11 +41,14 @@ class PyCell : public nn::Cell {
     if (!construct) {
       throw py::type_error(class_name() + " defines no construct(self, x); a Cell subclass must");
     }
-    py::object result = construct(x);
+    py::tuple args(1 + extra_inputs().size());
+    args[0] = py::cast(x);
+    for (size_t i = 0; i < extra_inputs().size(); ++i) args[i + 1] = py::cast(extra_inputs()[i]);
+    py::object result = construct(*args);
     if (!py::isinstance<Tensor>(result)) {
       throw py::type_error(class_name() + ".construct must return one Tensor, got " +
                            py::str(py::type::of(result).attr("__name__")).cast<std::string>() +
-                           " (the engine's cells have one input and one output)");
+                           " (the engine's cells have one output)");
     }
     return result.cast<Tensor>();
   }
@@ -211,17 +214,25 @@ py::dict report_dict(const engine::GraphRunReport& r) {
 }
 
 py::object call_cell(nn::Cell& cell, const py::args& args, const py::kwargs& kwargs) {
-  if (args.size() != 1 || !kwargs.empty()) {
-    throw py::type_error(cell.class_name() + " takes one input tensor, got " +
-                         std::to_string(args.size() + kwargs.size()) +
-                         " arguments (the engine's cells have one input and one output)");
+  if (!kwargs.empty()) {
+    throw py::type_error(cell.class_name() +
+                         " takes its inputs by position; pass the keyword arguments in "
+                         "construct's order");
   }
-  const Tensor x = to_tensor(args[0]);
+  if (args.size() == 0) throw py::type_error(cell.class_name() + " takes at least one input");
+  std::vector<Tensor> inputs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].is_none()) {
+      throw py::type_error(cell.class_name() + ": input " + std::to_string(i) +
+                           " is None; a cell's inputs are tensors");
+    }
+    inputs.push_back(to_tensor(args[i]));
+  }
   const std::source_location where = python_call_site();
   Tensor y;
   {
     py::gil_scoped_release release;  // Python construct() takes it back while it traces or runs
-    y = cell(x, where);
+    y = inputs.size() == 1 ? cell(inputs[0], where) : cell(std::span<const Tensor>(inputs), where);
   }
   flush_warnings();
   return tensor_or_none(std::move(y));
@@ -267,7 +278,8 @@ void bind_cell(py::module_& nn_module) {
   py::class_<nn::Cell, PyCell, CellPtr> cell(
       nn_module, "Cell",
       "MindSpore's Cell: subclass it, assign child cells and ms.Parameter weights to attributes in "
-      "__init__ (after super().__init__()), and write construct(self, x).");
+      "__init__ (after super().__init__()), and write construct(self, x, ...) returning one "
+      "Tensor.");
   cell.def(
       "__init__",
       [](py::detail::value_and_holder& v_h, py::args, py::kwargs) {
@@ -631,7 +643,8 @@ void bind_onnx(py::module_ m) {
       "name).");
   py::class_<engine::ModelCell, nn::Cell, std::shared_ptr<engine::ModelCell>>(
       m, "ModelCell",
-      "An ONNX model of one input as a Cell: its initializers are the cell's parameters "
+      "An ONNX model as a Cell, called with its inputs in the file's order: its initializers are "
+      "the cell's parameters "
       "('fc.weight' written 'fc_weight'), so ms.grad, value_and_grad and TrainOneStepCell reach "
       "them, in both modes.")
       .def_property_readonly("input_name", &engine::ModelCell::input_name);

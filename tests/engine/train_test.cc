@@ -409,8 +409,8 @@ TEST_F(TrainStepTest, OptimizerMustTrainTheNetworksOwnParameters) {
   auto opt = std::make_shared<nn::SGD>(nn::trainable_group(*other), nn::SGDOptions{});
   expect_error_contains([&] { nn::TrainOneStepCell(with_loss, opt); },
                         "is not a parameter of the network");
-  // The label is a parameter of the loss cell that no optimizer trains.
-  EXPECT_EQ(with_loss->named_parameters().size(), with_loss->trainable_params().size() + 1);
+  // The label is the loss cell's second input, not a parameter.
+  EXPECT_EQ(with_loss->named_parameters().size(), with_loss->trainable_params().size());
 }
 
 TEST_F(TrainStepTest, ALabelOfAnotherDtypeCompilesAgainInsteadOfMisbinding) {

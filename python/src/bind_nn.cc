@@ -226,6 +226,15 @@ py::object call_cell(nn::Cell& cell, const py::args& args, const py::kwargs& kwa
       throw py::type_error(cell.class_name() + ": input " + std::to_string(i) +
                            " is None; a cell's inputs are tensors");
     }
+    if (py::isinstance<py::tuple>(args[i]) || py::isinstance<py::list>(args[i])) {
+      for (py::handle item : args[i]) {
+        if (py::isinstance<Tensor>(item)) {
+          throw py::type_error(cell.class_name() + ": input " + std::to_string(i) +
+                               " is a sequence of Tensors; pass each Tensor as an input of its "
+                               "own (construct(self, x, a, b))");
+        }
+      }
+    }
     inputs.push_back(to_tensor(args[i]));
   }
   const std::source_location where = python_call_site();

@@ -153,3 +153,5 @@ def test_what_a_cell_input_cannot_be():
         net(x, gate)  # construct's own signature
     with pytest.raises(TypeError, match="at least one input"):
         net()
+    with pytest.raises(TypeError, match="input 2 is a sequence of Tensors"):
+        net(x, gate, (shift, shift))

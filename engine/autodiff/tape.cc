@@ -104,8 +104,26 @@ GradTape::~GradTape() {
 }
 
 GradTape* GradTape::active() {
-  GradTape* tape = active_tape;
-  return tape != nullptr && tape->recording_ ? tape : nullptr;
+  for (GradTape* tape = active_tape; tape != nullptr; tape = tape->previous_) {
+    if (tape->recording_) return tape;
+  }
+  return nullptr;
+}
+
+bool GradTape::nested() {
+  int recording = 0;
+  for (GradTape* tape = active_tape; tape != nullptr; tape = tape->previous_) {
+    recording += tape->recording_ ? 1 : 0;
+  }
+  return recording > 1;
+}
+
+void GradTape::record_on_every_tape(const ir::OpDef& def, const ir::Attrs& attrs,
+                                    std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                                    std::source_location where) {
+  for (GradTape* tape = active_tape; tape != nullptr; tape = tape->previous_) {
+    if (tape->recording_) tape->record(def, attrs, inputs, outputs, where);
+  }
 }
 
 uint64_t GradTape::id_of(const Tensor& t) const {

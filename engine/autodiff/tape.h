@@ -8,7 +8,9 @@
 // errors reported as any op's; each step's saved values are dropped once it has run.
 //
 // Cells run op by op while a tape records, except a cell marked for jit: it runs compiled and is
-// recorded as one step whose backward is its compiled gradient (nn/cell.h).
+// recorded as one step whose backward is its compiled gradient (nn/cell.h), unless tapes are
+// nested. Tapes nest: a gradient inside a gradient records its forward and its backward on the
+// outer tapes, which differentiate both (higher-order gradients).
 
 #include <cstdint>
 #include <functional>
@@ -33,8 +35,17 @@ class GradTape {
   GradTape(const GradTape&) = delete;
   GradTape& operator=(const GradTape&) = delete;
 
-  // The tape recording on this thread, or null.
+  // The innermost tape recording on this thread, or null.
   static GradTape* active();
+  // True while two or more tapes record on this thread: a gradient taken inside a gradient, whose
+  // steps must be ops that the outer tapes see too.
+  static bool nested();
+  // From the dispatcher: records the op on every tape recording on this thread (each keeps it if
+  // an input depends on what it watches). While an inner tape runs its backward, the outer ones
+  // record the backward's ops, so they can differentiate it (a gradient of a gradient).
+  static void record_on_every_tape(const ir::OpDef& def, const ir::Attrs& attrs,
+                                   std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                                   std::source_location where);
 
   // Gradients are wanted with respect to `t` (a floating tensor; TypeError-like InvalidArgument
   // otherwise, naming `what`).

@@ -114,7 +114,7 @@ std::vector<Tensor> dispatch(std::string_view op, std::span<const Tensor> inputs
     for (size_t i = 0; i < in.size(); ++i) in[i].output_may_take_it = def.may_write_over_input(i);
   }
   // Before the submit: the task may write over an input the tape still needs, unless it holds it.
-  if (tape != nullptr) tape->record(def, *recorded_attrs, inputs, outputs, where);
+  if (tape != nullptr) GradTape::record_on_every_tape(def, *recorded_attrs, inputs, outputs, where);
   if (given_up != nullptr) given_up->clear();
   submit_kernel(def, std::move(attrs), std::move(in), std::move(out), policy->deterministic.value,
                 runtime::TaskInfo{std::string(op), current_scope(), where});

@@ -51,8 +51,14 @@ void Cell::check_bprop_takes_this_call() const {
 Tensor Cell::operator()(const Tensor& x, std::source_location where) {
   if (engine::Tracer* tracer = engine::Tracer::active()) return tracer->call_cell(*this, x);
   if (engine::GradTape* tape = engine::GradTape::active()) {
+    // Under nested tapes (a gradient of a gradient) every step must be ops the outer tapes can
+    // differentiate in turn: no opaque step.
+    const bool nested = engine::GradTape::nested();
     if (has_bprop()) {
       check_bprop_takes_this_call();
+      MF_CHECK(!nested, Unsupported, "a gradient of a gradient through ", class_name_,
+               "'s custom bprop is not supported: its bprop would run as one step; drop the bprop "
+               "or take a first-order gradient");
       // The tape follows the cell as one step whose backward is bprop: its ops are not recorded.
       Tensor y;
       {
@@ -68,10 +74,11 @@ Tensor Cell::operator()(const Tensor& x, std::source_location where) {
           });
       return y;
     }
-    // Both record one step with x as its only differentiable input; a call with extra inputs
-    // records its ops instead, so the extra inputs get their gradients.
-    if (jit_ && x.defined() && extra_inputs_.empty()) return run_jit_on_tape(*tape, x, where);
-    if (recompute_ && x.defined() && extra_inputs_.empty()) {
+    // Both record one step with x as its only differentiable input; a call with extra inputs, or
+    // under nested tapes, records its ops instead, so every input gets its gradient.
+    const bool one_step = !nested && x.defined() && extra_inputs_.empty();
+    if (jit_ && one_step) return run_jit_on_tape(*tape, x, where);
+    if (recompute_ && one_step) {
       return run_recompute_on_tape(*tape, x, where);
     }
   }

@@ -333,3 +333,37 @@ def test_cells_hand_out_named_parameters_as_mindspore_does():
     assert [v.name for v in values] == list(names)
     assert isinstance(net.parameters_dict()["fc1.weight"], ms.Parameter)
     assert [p.name for p in net.trainable_params()] == ["fc1.weight", "fc1.bias", "fc2.weight"]
+
+
+class Tanh2(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.w = ms.Parameter(ms.Tensor(np.array([0.5, -1.5], np.float32)), name="w")
+
+    def construct(self, x):
+        return ops.tanh(x * self.w)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gradients_of_gradients(mode):
+    ms.set_context(mode=mode)
+    x = ms.Tensor(np.array([0.3, -0.7], np.float32))
+    xs = x.asnumpy().astype(np.float64)
+
+    def cube(t):
+        return ops.reduce_sum(t * t * t)
+
+    # grad of grad (the inner gradient's sum, by the all-ones sensitivity): 6x; then 6.
+    np.testing.assert_allclose(ms.grad(ms.grad(cube))(x).asnumpy(), 6 * xs, rtol=1e-6)
+    np.testing.assert_allclose(ms.grad(ms.grad(ms.grad(cube)))(x).asnumpy(), [6, 6], rtol=1e-6)
+    # Through a cell (its compiled gradient in GRAPH mode becomes ops on the outer tape):
+    # d/dx sum(d tanh(w x)/dx) = d/dx sum(w (1 - tanh^2)) = -2 w^2 tanh (1 - tanh^2).
+    net = Tanh2()
+    w = np.array([0.5, -1.5])
+    t = np.tanh(w * xs)
+    np.testing.assert_allclose(ms.grad(ms.grad(net))(x).asnumpy(), -2 * w * w * t * (1 - t * t),
+                               rtol=1e-5)
+    # Mixed: the weights' gradient of the input gradient's sum.
+    _, dw = ms.grad(lambda v: ops.reduce_sum(ms.grad(net)(v)), 0, net.trainable_params())(x)
+    want = (1 - t * t) + w * (-2 * t * (1 - t * t) * xs)
+    np.testing.assert_allclose(dw[0].asnumpy(), want, rtol=1e-5)

@@ -46,8 +46,8 @@ const BackwardFn& backward_rule(const OpDef* def, std::string_view op, std::stri
   if (def != nullptr && def->backward) return def->backward;
   const bool control_flow = def != nullptr && def->has(Trait::kControlFlow);
   MF_FAIL(InvalidArgument, "op `", echo(op, 64), "` at ", echo(scope, 200), " has no gradient rule",
-          control_flow ? ": control flow (cond, while) is not differentiated; compute "
-                         "the branch outside it, or stop_gradient its inputs"
+          control_flow ? ": a compiled while loop is not differentiated; take the gradient in "
+                         "PYNATIVE mode, unroll the loop, or stop_gradient its inputs"
                        : "; stop_gradient its inputs, or differentiate another "
                          "formulation");
 }

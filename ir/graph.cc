@@ -404,6 +404,12 @@ void Graph::sort_nodes() {
   for (Node* node : topological_order()) move_node(node, nullptr);
 }
 
+Graph* Graph::add_subgraph_copy(std::string name, const Graph& source) {
+  Graph* copy = add_subgraph(std::move(name));
+  source.copy_into(*copy);
+  return copy;
+}
+
 Graph* Graph::add_subgraph(std::string name) {
   MF_CHECK(find_subgraph(name) == nullptr, InvalidArgument, "graph @", name_,
            " already has a subgraph named @", name);

@@ -255,6 +255,8 @@ class Graph {
 
   // Subgraphs for call/cond/while: a node names one in a string attribute ("graph": "body").
   Graph* add_subgraph(std::string name);
+  // A deep copy of `source` (its subgraphs included) as a new subgraph named `name`.
+  Graph* add_subgraph_copy(std::string name, const Graph& source);
   Graph* find_subgraph(std::string_view name) const;     // direct children only
   Graph* resolve_subgraph(std::string_view name) const;  // this graph's children, then its parent's
   std::vector<Graph*> subgraphs() const;                 // in insertion order

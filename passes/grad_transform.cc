@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "ir/call_graph.h"
 #include "ir/grad_builder.h"
 
 namespace mf::passes {
@@ -119,6 +120,8 @@ class GradientSums {
     auto it = sums_.find(v);
     return it == sums_.end() ? Value() : it->second;
   }
+  // Replaces v's sum by one that continues it (a cond's backward took the sum as an input).
+  void set(Value v, Value sum) { sums_[v] = sum; }
 
  private:
   ir::Graph& graph_;
@@ -149,6 +152,30 @@ struct Flattened {
   // Each copied node inside a recomputed cell: which call of one (the outermost) it came from.
   std::unordered_map<const ir::Node*, size_t> recomputed;
 };
+
+// A unique name for a new subgraph of `graph`, from `base`.
+std::string fresh_subgraph_name(const ir::Graph& graph, const std::string& base) {
+  std::string name = base;
+  for (int n = 1; graph.resolve_subgraph(name) != nullptr; ++n)
+    name = base + "_" + std::to_string(n);
+  return name;
+}
+
+// The attributes of `node` (a node of `context`) for a copy in `graph`: a cond or while body that
+// `graph` would not resolve to the same subgraph is copied into `graph` and named there.
+ir::Attrs subgraphs_reachable_from(ir::Graph& graph, const ir::Graph& context,
+                                   const ir::Node& node) {
+  ir::Attrs attrs = node.attrs();
+  if (node.op() == "call") return attrs;  // flattened in turn, resolved from its context
+  for (auto& [name, value] : attrs) {
+    const std::string* target = std::get_if<std::string>(&value);
+    if (!ir::names_subgraph(name) || target == nullptr) continue;
+    const ir::Graph* sub = context.resolve_subgraph(*target);
+    if (sub == nullptr || graph.resolve_subgraph(*target) == sub) continue;
+    value = graph.add_subgraph_copy(fresh_subgraph_name(graph, sub->name()), *sub)->name();
+  }
+  return attrs;
+}
 
 // Copies every call's body in place of the call, and the calls among the copies in turn, each
 // callee resolved from the graph that holds its call (a cell's children are its subgraphs), so
@@ -209,7 +236,8 @@ Flattened flatten_calls(ir::Graph& graph, std::unordered_map<const ir::Node*, Cu
       if (info.scope.empty()) info.scope = call.scope();
       if (info.location.empty()) info.location = call.location();
       const auto types = node.output_types();
-      ir::Node* copy = graph.create_node(&call, node.op(), std::move(inputs), node.attrs(),
+      ir::Node* copy = graph.create_node(&call, node.op(), std::move(inputs),
+                                         subgraphs_reachable_from(graph, *callee, node),
                                          {types.begin(), types.end()}, std::move(info));
       for (size_t k = 0; k < node.num_outputs(); ++k) {
         mapped[Value(const_cast<ir::Node*>(&node), k)] = copy->output(k);
@@ -348,6 +376,75 @@ void recompute_activations(ir::Graph& graph, const std::unordered_set<const ir::
   }
 }
 
+// True when `graph` or a subgraph of it holds one of `nodes`.
+bool holds_any(const ir::Graph& graph,
+               const std::unordered_map<const ir::Node*, CustomBprop>& nodes) {
+  if (nodes.empty()) return false;
+  for (const ir::Node& node : graph.nodes()) {
+    if (nodes.count(&node) != 0) return true;
+  }
+  for (const ir::Graph* sub : graph.subgraphs()) {
+    if (holds_any(*sub, nodes)) return true;
+  }
+  return false;
+}
+
+// The backward of y = cond(pred, x...): a cond on the same predicate whose branches are copies of
+// the forward branches differentiated with respect to the wanted x (each computing its forward
+// again), given x..., dy, then the sums the graph has begun for the wanted x, which each branch
+// continues; its outputs replace those sums. The taken branch's contributions are so added in the
+// tape's order, for the same bits.
+void differentiate_cond(ir::Graph& graph, ir::Node& node, Value dout,
+                        const std::vector<bool>& wants, GradientSums& sums,
+                        const GradRequest& request) {
+  MF_CHECK(node.num_outputs() == 1, Unsupported, "the gradient of a cond of ", node.num_outputs(),
+           " outputs at ", node.scope(), " is not supported; return one tensor from its branches");
+  std::vector<size_t> wanted;  // node inputs (1.. : the branch parameters)
+  for (size_t i = 1; i < node.num_inputs(); ++i) {
+    if (wants[i] && ir::is_floating(node.input(i).type().dtype)) wanted.push_back(i);
+  }
+  if (wanted.empty()) return;
+  GradRequest branch_request;
+  for (size_t i : wanted) {
+    branch_request.wrt.push_back(i - 1);
+    branch_request.seeded_wrt.push_back(bool(sums.find(node.input(i))));
+  }
+  branch_request.sens_param = true;
+  branch_request.keep_outputs = false;
+  ir::Attrs attrs;
+  for (const char* branch_attr : {"then_branch", "else_branch"}) {
+    const std::string& name = std::get<std::string>(node.attrs().at(branch_attr));
+    const ir::Graph* branch = graph.resolve_subgraph(name);
+    MF_CHECK(branch != nullptr, InvalidArgument, "cond at ", node.scope(), ": no subgraph @",
+             echo(name, 80));
+    MF_CHECK(!holds_any(*branch, request.custom_bprops), Unsupported, "cond at ", node.scope(),
+             ": a cell with a custom bprop inside a branch is not differentiated; call it outside "
+             "the cond");
+    ir::Graph* backward =
+        graph.add_subgraph_copy(fresh_subgraph_name(graph, branch->name() + "_grad"), *branch);
+    differentiate(*backward, branch_request);
+    attrs[branch_attr] = backward->name();
+  }
+  std::vector<Value> inputs(node.inputs().begin(), node.inputs().end());
+  inputs.push_back(dout);
+  std::vector<ir::TensorType> types;
+  for (size_t i : wanted) {
+    types.push_back(node.input(i).type());
+    if (Value begun = sums.find(node.input(i))) inputs.push_back(begun);
+  }
+  const ir::NodeInfo info{ir::gradient_scope(node.scope()), node.location()};
+  ir::Node* grad =
+      graph.create_node(nullptr, "cond", std::move(inputs), std::move(attrs), types, info);
+  for (size_t k = 0; k < wanted.size(); ++k) {
+    const Value x = node.input(wanted[k]);
+    if (sums.find(x)) {
+      sums.set(x, grad->output(k));
+    } else {
+      sums.add(x, grad->output(k), info);
+    }
+  }
+}
+
 Value zeros_of(ir::Graph& graph, const ir::TensorType& type, const ir::NodeInfo& info) {
   return graph
       .add_node("zeros", {},
@@ -423,6 +520,13 @@ void differentiate(ir::Graph& graph, const GradRequest& request) {
                ->output();
   }
   GradientSums sums(graph);
+  MF_CHECK(request.seeded_wrt.empty() || request.seeded_wrt.size() == wrt.size(), Internal,
+           "seeded_wrt has ", request.seeded_wrt.size(), " entries for ", wrt.size(), " wrt");
+  for (size_t k = 0; k < request.seeded_wrt.size(); ++k) {
+    if (!request.seeded_wrt[k]) continue;
+    sums.add(Value(wrt[k]), graph.add_parameter("begun" + std::to_string(k), wrt[k]->type()),
+             seed_info);
+  }
   if (active.count(y) != 0) sums.add(y, seed, seed_info);
   // Backward: nodes in reverse program order; each rule's input gradients in input order.
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
@@ -451,6 +555,10 @@ void differentiate(ir::Graph& graph, const GradRequest& request) {
       any_want = any_want || wants[i];
     }
     if (!any_want) continue;
+    if (node.op() == "cond") {
+      differentiate_cond(graph, node, douts[0], wants, sums, request);
+      continue;
+    }
     const ir::BackwardFn& rule = ir::backward_rule(node.def(), node.op(), node.scope());
     GraphGradBuilder builder(graph, node, std::move(douts), std::move(wants));
     rule(builder);

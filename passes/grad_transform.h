@@ -40,6 +40,10 @@ struct GradRequest {
   // sens_param); false: ones, MindSpore's sensitivity for an output of any shape.
   bool sens_param = false;
   bool keep_outputs = true;  // the forward outputs first; false: the gradients alone
+  // One per wrt entry (or empty: none): true adds a parameter of that entry's type, after the
+  // others, from which its gradient sum starts (a cond branch's backward continues the sums the
+  // graph around it has begun, in the tape's order).
+  std::vector<bool> seeded_wrt;
   // Calls (in the graph or its subgraphs) whose cell's backward is a custom bprop.
   std::unordered_map<const ir::Node*, CustomBprop> custom_bprops;
   // Calls whose cell is recomputed (Cell::recompute): the backward reads copies of their body's
@@ -48,7 +52,10 @@ struct GradRequest {
   std::unordered_set<const ir::Node*> recompute_calls;
 };
 
-// Calls are flattened first (every cell's body copied in place of its call). Afterwards the outputs
+// Calls are flattened first (every cell's body copied in place of its call). A cond's backward is a
+// cond of its branches' backwards (each branch copied and differentiated, its forward computed
+// again inside), taking the predicate, the branch inputs, the output's gradient and the sums begun
+// so far; `while` has no gradient. Afterwards the outputs
 // are the forward outputs (keep_outputs), then one gradient per request.wrt entry: zeros for a
 // parameter the output does not depend on. Backward nodes carry their forward node's scope under
 // "Gradients/". InvalidArgument for an op on the path without a rule (naming the op and its scope),

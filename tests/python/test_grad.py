@@ -367,3 +367,42 @@ def test_gradients_of_gradients(mode):
     _, dw = ms.grad(lambda v: ops.reduce_sum(ms.grad(net)(v)), 0, net.trainable_params())(x)
     want = (1 - t * t) + w * (-2 * t * (1 - t * t) * xs)
     np.testing.assert_allclose(dw[0].asnumpy(), want, rtol=1e-5)
+
+
+class Branching(nn.Cell):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Dense(4, 3, seed=2)
+        self.w = ms.Parameter(ms.Tensor(np.array([2.0, -3.0, 0.5], np.float32)), name="w")
+
+    def construct(self, x):
+        h = self.fc(x)
+        y = ops.cond(ops.reduce_sum(h) > 0, lambda: ops.tanh(h) * self.w, lambda: ops.sin(h) * h)
+        return y + h * self.w
+
+
+def test_gradients_through_cond_are_the_same_bits_in_both_modes():
+    rng = np.random.default_rng(4)
+    taken = set()
+    for _ in range(6):
+        x = ms.Tensor(rng.standard_normal((2, 4)).astype(np.float32))
+        results = []
+        for mode in MODES:
+            ms.set_context(mode=mode, deterministic="ON")
+            net = Branching()
+            value, (dx, dw) = ms.value_and_grad(net, 0, net.trainable_params())(x)
+            results.append([value.asnumpy(), dx.asnumpy()] + [g.asnumpy() for g in dw])
+        taken.add(float(net.fc(x).asnumpy().sum()) > 0)
+        for eager, graph in zip(*results):
+            assert eager.tobytes() == graph.tobytes()
+    assert taken == {True, False}, "both branches were differentiated"
+
+
+def test_a_compiled_while_loop_gradient_says_what_to_do():
+    class Doubling(nn.Cell):
+        def construct(self, x):
+            return ops.while_loop(lambda v: ops.reduce_sum(v) < 10, lambda v: v * 2, x)
+
+    ms.set_context(mode=ms.GRAPH_MODE)
+    with pytest.raises(ValueError, match="compiled while loop is not differentiated"):
+        ms.grad(Doubling())(ms.Tensor(np.ones(2, np.float32)))

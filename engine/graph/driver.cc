@@ -268,6 +268,10 @@ SymbolicCompile compile_symbolic(std::unique_ptr<ir::Graph> first,
   } catch (const Error& e) {
     result.why_not = "the probe sizes " + ir::signature_to_string(plan.inputs) + " at " +
                      probe_text(plan) + " do not compile: " + e.message();
+  } catch (const std::exception& e) {
+    // A front end's own exception from tracing at the probe sizes (a Python construct's error).
+    result.why_not = "the probe sizes " + ir::signature_to_string(plan.inputs) + " at " +
+                     probe_text(plan) + " do not trace: " + echo(e.what(), 300);
   }
   if (probe_source && options.compile_cache) {
     const runtime::SpanTimer phase(runtime::ProfileEventKind::kPhase, "compile cache lookup");

@@ -87,7 +87,12 @@ CompiledCell* bind_dynamic(nn::Cell& cell, const Tensor& x, CompiledForms& forms
                            const DerivedPolicy& derived, GraphRunReport& report) {
   static std::atomic<int> compile_counter{0};
   const context::Policy& policy = derived.policy;
-  const ir::InputSignature& declared = *cell.declared_input();
+  std::vector<ir::InputSignature> declared = {*cell.declared_input()};
+  std::vector<Shape> shapes = {x.shape()};
+  for (size_t i = 0; i < cell.declared_extra_inputs().size(); ++i) {
+    declared.push_back(cell.declared_extra_inputs()[i]);
+    shapes.push_back(cell.extra_inputs()[i].shape());
+  }
   if (!policy.symbolic_compile.value) {
     report.dynamic_note = "compiled per size: " + policy.symbolic_compile.reason;
     return nullptr;
@@ -96,25 +101,36 @@ CompiledCell* bind_dynamic(nn::Cell& cell, const Tensor& x, CompiledForms& forms
                             [&](const auto& s) { return s.fingerprint == derived.fingerprint; });
   if (entry == forms.symbolic.end()) {
     const auto start = Clock::now();
-    const ir::ProbePlan plan = ir::plan_probe({declared}, {x.shape()});
+    const ir::ProbePlan plan = ir::plan_probe(declared, shapes);
     TraceResult first = Tracer::trace(cell, x, policy.max_call_depth.value,
                                       policy.reserve_class_name_in_scope.value);
     const double trace_ms = millis_since(start);
-    size_t input_parameter = 0;
-    while (input_parameter < first.bindings.size() &&
-           first.bindings[input_parameter].kind != Binding::Kind::kInput) {
-      ++input_parameter;
+    // The graph parameters of x and of each declared extra input, in declaration order.
+    std::vector<size_t> input_parameters(declared.size(), first.bindings.size());
+    for (size_t p = 0; p < first.bindings.size(); ++p) {
+      const Binding& b = first.bindings[p];
+      if (b.kind == Binding::Kind::kInput) input_parameters[0] = p;
+      if (b.kind == Binding::Kind::kExtraInput && b.extra_index + 1 < declared.size()) {
+        input_parameters[b.extra_index + 1] = p;
+      }
     }
-    MF_CHECK(input_parameter < first.bindings.size(), Internal, "the trace of ", cell.class_name(),
-             " has no input parameter");
+    for (size_t p : input_parameters) {
+      MF_CHECK(p < first.bindings.size(), Internal, "the trace of ", cell.class_name(),
+               " lacks a declared input's parameter");
+    }
     const std::string prefix = first.graph->name() + "_" + std::to_string(++compile_counter);
     const auto probe = [&] {
+      std::vector<Tensor> extra;
+      for (size_t i = 1; i < declared.size(); ++i) {
+        extra.push_back(Tensor::zeros(plan.probe_shapes[i], cell.extra_inputs()[i - 1].dtype()));
+      }
+      const nn::Cell::ExtraInputsScope probe_inputs(cell, std::move(extra));
       return Tracer::trace(cell, Tensor::zeros(plan.probe_shapes[0], x.dtype()),
                            policy.max_call_depth.value, policy.reserve_class_name_in_scope.value)
           .graph;
     };
     SymbolicCompile compile =
-        compile_symbolic(std::move(first.graph), probe, plan, {input_parameter}, policy,
+        compile_symbolic(std::move(first.graph), probe, plan, input_parameters, policy,
                          derived.fingerprint, driver_options(policy, prefix));
     forms.symbolic.push_back(
         {derived.fingerprint, std::move(compile), std::move(first.bindings), trace_ms});
@@ -122,7 +138,7 @@ CompiledCell* bind_dynamic(nn::Cell& cell, const Tensor& x, CompiledForms& forms
     report.compiled = true;
     report.trace_ms = trace_ms;
     log::info("compiled {} once for its dynamic input {}: {}", cell.class_name(),
-              ir::symbolic_shape_to_string(declared.shape),
+              ir::symbolic_shape_to_string(declared.front().shape),
               entry->compile.usable() ? "one compile serves every size" : entry->compile.why_not);
   }
   if (!entry->compile.usable()) {
@@ -136,7 +152,7 @@ CompiledCell* bind_dynamic(nn::Cell& cell, const Tensor& x, CompiledForms& forms
   form->weight_types.record(cell, form->bindings);
   form->trace_ms = report.compiled ? entry->trace_ms : 0;
   std::unique_ptr<CompiledNetwork> network = bind_symbolic(
-      entry->compile, {x.shape()}, policy, derived.fingerprint, driver_options(policy, "bind"));
+      entry->compile, shapes, policy, derived.fingerprint, driver_options(policy, "bind"));
   if (report.compiled) {
     network->compiled.dump_files = entry->compile.dump_files;
     network->compile_ms += entry->compile.compile_ms;
@@ -149,6 +165,18 @@ CompiledCell* bind_dynamic(nn::Cell& cell, const Tensor& x, CompiledForms& forms
     forms.entries.erase(forms.entries.begin());
   report.prepared_shapes = forms.entries.size();
   return forms.entries.back().get();
+}
+
+// A symbolic compile serves the call: its inputs are all declared, at least one dynamically.
+bool declares_dynamic_inputs(const nn::Cell& cell) {
+  if (!cell.declared_input() || cell.declared_extra_inputs().size() != cell.extra_inputs().size()) {
+    return false;
+  }
+  bool dynamic = ir::is_dynamic(cell.declared_input()->shape);
+  for (const ir::InputSignature& s : cell.declared_extra_inputs()) {
+    dynamic = dynamic || ir::is_dynamic(s.shape);
+  }
+  return dynamic;
 }
 
 // Whether a form compiled with its weights frozen in (infer_boost) still has them: a cell whose
@@ -181,9 +209,8 @@ CompiledCell& find_or_compile(nn::Cell& cell, const Tensor& x, CompiledForms& fo
       }
     }
   }
-  // The declaration covers x alone: a call with more inputs compiles per size.
-  if (form == nullptr && cell.declared_input() && ir::is_dynamic(cell.declared_input()->shape) &&
-      cell.extra_inputs().empty()) {
+  // A call with inputs set_inputs did not declare compiles per size.
+  if (form == nullptr && declares_dynamic_inputs(cell)) {
     form = bind_dynamic(cell, x, forms, *derived, report);
   }
   if (form == nullptr) {

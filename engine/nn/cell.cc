@@ -88,9 +88,18 @@ Tensor Cell::operator()(const Tensor& x, std::source_location where) {
 Tensor Cell::call_forward(const Tensor& x, std::source_location where) {
   const auto policy = engine::current_policy();
   if (declared_input_ && x.defined()) {
-    ir::SymbolValues symbols;
+    if (!declared_extra_inputs_.empty()) {
+      MF_CHECK(extra_inputs_.size() == declared_extra_inputs_.size(), InvalidArgument, class_name_,
+               " was declared with ", declared_extra_inputs_.size() + 1,
+               " inputs by set_inputs and is called with ", extra_inputs_.size() + 1);
+    }
+    ir::SymbolValues symbols;  // shared: a symbol is one size across the inputs
     try {
       ir::bind_input(*declared_input_, x.dtype(), x.shape(), symbols);
+      for (size_t i = 0; i < declared_extra_inputs_.size(); ++i) {
+        ir::bind_input(declared_extra_inputs_[i], extra_inputs_[i].dtype(),
+                       extra_inputs_[i].shape(), symbols);
+      }
     } catch (Error& e) {
       e.add_context("calling " + class_name_ + " (declared by set_inputs)");
       throw;
@@ -202,6 +211,26 @@ Tensor Cell::run_bprop(const Tensor& x, const Tensor& out, const Tensor& dout) {
 }
 
 void Cell::set_inputs(ir::SymbolicShape shape, DType dtype) {
+  std::vector<std::pair<ir::SymbolicShape, DType>> one;
+  one.emplace_back(std::move(shape), dtype);
+  set_inputs(std::move(one));
+}
+
+void Cell::set_inputs(std::vector<std::pair<ir::SymbolicShape, DType>> inputs) {
+  MF_CHECK(!inputs.empty(), InvalidArgument, class_name_,
+           ".set_inputs: declare at least one input");
+  std::vector<ir::InputSignature> declared;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    declared.push_back(checked_declaration(i, std::move(inputs[i].first), inputs[i].second));
+  }
+  declared_input_ = std::move(declared.front());
+  declared_extra_inputs_.assign(std::make_move_iterator(declared.begin() + 1),
+                                std::make_move_iterator(declared.end()));
+  compiled_->clear();  // forms compiled before the declaration may not fit it
+}
+
+ir::InputSignature Cell::checked_declaration(size_t index, ir::SymbolicShape shape,
+                                             DType dtype) const {
   MF_CHECK(shape.size() <= size_t(ir::kMaxRank), InvalidArgument, class_name_, ".set_inputs: rank ",
            shape.size(), " exceeds ", ir::kMaxRank);
   for (ir::SymbolicDim& dim : shape) {
@@ -214,8 +243,8 @@ void Cell::set_inputs(ir::SymbolicShape shape, DType dtype) {
              InvalidArgument, class_name_, ".set_inputs: symbol '", echo(dim.symbol, 64),
              "' is not a name of [A-Za-z0-9_.]");
   }
-  declared_input_ = ir::InputSignature{"x", dtype, std::move(shape)};
-  compiled_->clear();  // forms compiled before the declaration may not fit it
+  return ir::InputSignature{index == 0 ? "x" : "x" + std::to_string(index), dtype,
+                            std::move(shape)};
 }
 
 void Cell::set_jit_config(const JitConfig& config) {

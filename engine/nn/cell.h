@@ -118,7 +118,16 @@ class Cell {
   // against it (rank, dtype, known dimensions: an error names the input and the axis), and in
   // GRAPH mode (and jit) one compile serves every size the declaration allows.
   void set_inputs(ir::SymbolicShape shape, DType dtype = DType::kFloat32);
+  // Declares a call of several inputs, in order (MindSpore's set_inputs(x, y, ...)): every call
+  // must then have that many, each checked against its declaration, and a symbol names one size
+  // across them all ({-1, "batch"} in x and in y). In GRAPH mode one compile serves every size the
+  // declarations allow.
+  void set_inputs(std::vector<std::pair<ir::SymbolicShape, DType>> inputs);
   const std::optional<ir::InputSignature>& declared_input() const { return declared_input_; }
+  // The declarations of the inputs after the first (empty: none declared).
+  const std::vector<ir::InputSignature>& declared_extra_inputs() const {
+    return declared_extra_inputs_;
+  }
   // A custom backward (MindSpore's bprop): when has_bprop(), the gradient of the cell's input is
   // bprop(x, out, dout) in both modes (traced into the differentiated graph in GRAPH mode, run on
   // the tape in PYNATIVE), replacing the backward derived from its ops; its own parameters get no
@@ -159,6 +168,8 @@ class Cell {
   bool reaches(const Cell* target) const;
 
  private:
+  // Input `index`'s declaration, its sizes and symbols checked (InvalidArgument naming the cell).
+  ir::InputSignature checked_declaration(size_t index, ir::SymbolicShape shape, DType dtype) const;
   void adopt(std::string name, std::unique_ptr<Cell> child);
   // Under a tape, a jit cell runs compiled and is recorded as one step (see operator()).
   Tensor run_jit_on_tape(engine::GradTape& tape, const Tensor& x, std::source_location where);
@@ -179,6 +190,7 @@ class Cell {
   bool training_ = false;
   bool recompute_ = false;
   std::optional<ir::InputSignature> declared_input_;
+  std::vector<ir::InputSignature> declared_extra_inputs_;
   std::vector<Tensor> extra_inputs_;
   std::unique_ptr<engine::CompiledForms> compiled_;
   // A jit cell's compiled gradient, for the tape (made at the first backward through it).

@@ -69,30 +69,32 @@ def tensor_new(cls, *args, **kwargs):
 
 
 def set_inputs(self, *inputs):
-    """Declares the cell's input (MindSpore's Cell.set_inputs): a Tensor fixes every dimension,
-    ``Tensor(shape=[None, 784], dtype=...)`` leaves None dimensions dynamic."""
-    if len(inputs) != 1:
-        raise TypeError(
-            "%s.set_inputs declares the first input only, got %d declarations; the other "
-            "inputs of a several-input call compile once per shape" % (type(self).__name__, len(inputs))
-        )
-    declared = inputs[0]
-    if isinstance(declared, DynamicTensor):
-        self._declare_input(declared._dims, declared.dtype)
-    elif isinstance(declared, _modeflow.Tensor):
-        self._declare_input([(d, "") for d in declared.shape], declared.dtype)
-    else:
-        raise TypeError(
-            "%s.set_inputs takes a Tensor or Tensor(shape=[None, ...], dtype=...), got %s"
-            % (type(self).__name__, type(declared).__name__)
-        )
+    """Declares the cell's inputs, in construct's order (MindSpore's Cell.set_inputs): a Tensor
+    fixes every dimension, ``Tensor(shape=[None, 784], dtype=...)`` leaves None dimensions
+    dynamic, and a dimension named by a string is one size across all the inputs."""
+    if not inputs:
+        raise TypeError("%s.set_inputs declares one or more inputs, got none" % type(self).__name__)
+    declarations = []
+    for index, declared in enumerate(inputs):
+        if isinstance(declared, DynamicTensor):
+            declarations.append((declared._dims, declared.dtype))
+        elif isinstance(declared, _modeflow.Tensor):
+            declarations.append(([(d, "") for d in declared.shape], declared.dtype))
+        else:
+            raise TypeError(
+                "%s.set_inputs takes Tensors or Tensor(shape=[None, ...], dtype=...), got %s for "
+                "input %d" % (type(self).__name__, type(declared).__name__, index)
+            )
+    self._declare_inputs(declarations)
 
 
 def get_inputs(self):
-    """The declaration set_inputs made, as a tuple of one DynamicTensor, or None."""
-    declared = self._declared_input()
-    if declared is None:
+    """The declarations set_inputs made, as a tuple of DynamicTensors, or None."""
+    declared = self._declared_inputs()
+    if not declared:
         return None
-    dims, dtype = declared
-    return (DynamicTensor([symbol if size < 0 and symbol else (None if size < 0 else size)
-                           for size, symbol in dims], dtype),)
+    return tuple(
+        DynamicTensor([symbol if size < 0 and symbol else (None if size < 0 else size)
+                       for size, symbol in dims], dtype)
+        for dims, dtype in declared
+    )

@@ -346,22 +346,32 @@ void bind_cell(py::module_& nn_module) {
                  "' object has no attribute '" + name + "'");
            })
       .def(
-          "_declare_input",
-          [](nn::Cell& self, const std::vector<std::pair<int64_t, std::string>>& dims,
-             DType dtype) {
-            ir::SymbolicShape shape;
-            for (const auto& [size, symbol] : dims) shape.push_back({size, symbol});
-            self.set_inputs(std::move(shape), dtype);
+          "_declare_inputs",
+          [](nn::Cell& self,
+             const std::vector<std::pair<std::vector<std::pair<int64_t, std::string>>, DType>>&
+                 inputs) {
+            std::vector<std::pair<ir::SymbolicShape, DType>> declared;
+            for (const auto& [dims, dtype] : inputs) {
+              ir::SymbolicShape shape;
+              for (const auto& [size, symbol] : dims) shape.push_back({size, symbol});
+              declared.emplace_back(std::move(shape), dtype);
+            }
+            self.set_inputs(std::move(declared));
           },
-          "Cell.set_inputs's engine side: (size or -1, symbol) per dimension.")
-      .def("_declared_input",
-           [](const nn::Cell& self) -> py::object {
-             if (!self.declared_input()) return py::none();
-             std::vector<std::pair<int64_t, std::string>> dims;
-             for (const ir::SymbolicDim& d : self.declared_input()->shape) {
-               dims.emplace_back(d.size, d.symbol);
-             }
-             return py::make_tuple(dims, self.declared_input()->dtype);
+          "Cell.set_inputs's engine side: per input, (size or -1, symbol) per dimension and the "
+          "dtype.")
+      .def("_declared_inputs",
+           [](const nn::Cell& self) {
+             py::list out;
+             if (!self.declared_input()) return out;
+             const auto add = [&](const ir::InputSignature& s) {
+               std::vector<std::pair<int64_t, std::string>> dims;
+               for (const ir::SymbolicDim& d : s.shape) dims.emplace_back(d.size, d.symbol);
+               out.append(py::make_tuple(dims, s.dtype));
+             };
+             add(*self.declared_input());
+             for (const ir::InputSignature& s : self.declared_extra_inputs()) add(s);
+             return out;
            })
       .def_property_readonly("cls_name", &nn::Cell::class_name)
       .def_property_readonly("instance_name", &nn::Cell::instance_name)

@@ -208,5 +208,41 @@ TEST_F(EngineTest, ABpropOfOneInputRefusesACallOfSeveral) {
   }
 }
 
+TEST_F(EngineTest, DeclaredInputsCompileOnceForEverySize) {
+  ThreeInputs net;
+  const auto declared = [](int64_t columns) {
+    return std::pair<ir::SymbolicShape, DType>{{{-1, "batch"}, {columns, ""}}, DType::kFloat32};
+  };
+  net.set_inputs({declared(4), declared(3), declared(3)});
+  int compiles = 0;
+  for (int64_t batch : {1, 5, 16}) {
+    SCOPED_TRACE(batch);
+    const std::vector<Tensor> in{Tensor::randn({batch, 4}, 1), Tensor::randn({batch, 3}, 2),
+                                 Tensor::randn({batch, 3}, 3)};
+    context::set({{"mode", "PYNATIVE_MODE"}});
+    const std::vector<double> eager = call(net, in).to_doubles();
+    context::set({{"mode", "GRAPH_MODE"}});
+    const std::vector<double> graph = call(net, in).to_doubles();
+    compiles += net.graph_report().compiled ? 1 : 0;
+    EXPECT_EQ(net.graph_report().dynamic_note, "one compile serves every size");
+    ASSERT_EQ(graph.size(), eager.size());
+    for (size_t k = 0; k < graph.size(); ++k) EXPECT_NEAR(graph[k], eager[k], 1e-5);
+  }
+  EXPECT_EQ(compiles, 1);
+  // 'batch' is one size across the inputs, and the count is the declared one.
+  const auto fails_with = [&](const std::vector<Tensor>& in, const std::string& what) {
+    try {
+      call(net, in);
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  fails_with({Tensor::randn({2, 4}, 1), Tensor::randn({3, 3}, 2), Tensor::randn({2, 3}, 3)},
+             "input 'x1' dimension 0");
+  fails_with({Tensor::randn({2, 4}, 1), Tensor::randn({2, 3}, 2)},
+             "declared with 3 inputs by set_inputs and is called with 2");
+}
+
 }  // namespace
 }  // namespace mf

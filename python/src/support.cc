@@ -131,13 +131,19 @@ std::source_location python_call_site() {
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed
   if (frame == nullptr) return {};
   PyCodeObject* code = PyFrame_GetCode(frame);  // new reference, kept by the cache below
-  const int line = PyFrame_GetLineNumber(frame);
-  // Keyed by the code object, which the cache keeps alive: its address is never reused.
+  // Keyed by the code object, which the cache keeps alive (its address is never reused), and the
+  // instruction: the line is computed once per call site, not per op (it scans the line table).
+#if PY_VERSION_HEX >= 0x030B0000
+  const int where = PyFrame_GetLasti(frame);
+#else
+  const int where = PyFrame_GetLineNumber(frame);
+#endif
   static std::mutex mutex;
   static std::map<std::pair<PyCodeObject*, int>, std::unique_ptr<InternedLocation>> cache;
   std::lock_guard lock(mutex);
-  auto [it, inserted] = cache.try_emplace({code, line});
+  auto [it, inserted] = cache.try_emplace({code, where});
   if (inserted) {
+    const int line = PyFrame_GetLineNumber(frame);
     auto interned = std::make_unique<InternedLocation>();
     interned->file = PyUnicode_AsUTF8(code->co_filename);
     interned->function = PyUnicode_AsUTF8(code->co_name);

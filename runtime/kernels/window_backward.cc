@@ -215,6 +215,24 @@ void max_pool2d_backward(const WindowGeometry& g, const T* x, const T* dy, T* dx
 }
 
 template <typename T>
+void max_pool2d_select(const WindowGeometry& g, const T* x, const T* grad, T* y) {
+  const int64_t plane = g.h * g.w, out_plane = g.oh * g.ow;
+  parallel_for(g.batch * g.channels, planes_per_chunk(plane + out_plane * g.kh * g.kw),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t p = begin; p < end; ++p) {
+                   const T* in = x + p * plane;
+                   for (int64_t oy = 0; oy < g.oh; ++oy) {
+                     for (int64_t ox = 0; ox < g.ow; ++ox) {
+                       const int64_t from = window_argmax(g, in, oy, ox);
+                       y[p * out_plane + oy * g.ow + ox] =
+                           from >= 0 ? grad[p * plane + from] : T(0);
+                     }
+                   }
+                 }
+               });
+}
+
+template <typename T>
 void avg_pool2d_backward(const WindowGeometry& g, int64_t bottom, int64_t right, bool include_pad,
                          const T* dy, T* dx) {
   const int64_t plane = g.h * g.w, out_plane = g.oh * g.ow;
@@ -250,6 +268,7 @@ void avg_pool2d_backward(const WindowGeometry& g, int64_t bottom, int64_t right,
   template void conv2d_backward_weights<T>(const WindowGeometry&, int64_t, int64_t, const T*, \
                                            const T*, T*);                                     \
   template void max_pool2d_backward<T>(const WindowGeometry&, const T*, const T*, T*);        \
+  template void max_pool2d_select<T>(const WindowGeometry&, const T*, const T*, T*);          \
   template void avg_pool2d_backward<T>(const WindowGeometry&, int64_t, int64_t, bool, const T*, T*);
 MF_WINDOW_BACKWARD(float)
 MF_WINDOW_BACKWARD(double)

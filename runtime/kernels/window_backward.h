@@ -29,6 +29,11 @@ void conv2d_backward_weights(const WindowGeometry& g, int64_t out_channels, int6
 template <typename T>
 void max_pool2d_backward(const WindowGeometry& g, const T* x, const T* dy, T* dx);
 
+// The adjoint of max_pool2d_backward in dy (max_pool2d_grad's own backward): for each window, the
+// element of `grad` (x's shape) at the cell max_pool2d_backward gives that window's dy to.
+template <typename T>
+void max_pool2d_select(const WindowGeometry& g, const T* x, const T* grad, T* y);
+
 // dx of y = avg_pool2d(x): each window's dy divided by its count over its cells inside x. The
 // count takes the padding (up to `bottom` and `right` beyond the input) when `include_pad`.
 template <typename T>

@@ -298,6 +298,31 @@ void max_pool2d_grad_kernel(const ir::KernelContext& ctx) {
   });
 }
 
+// max_pool2d_select(x, g): per window of max_pool2d over x, g at the cell that window's max kept.
+std::vector<TensorType> infer_max_pool2d_select(std::span<const TensorType> in,
+                                                const Attrs& attrs) {
+  constexpr std::string_view kOp = "max_pool2d_select";
+  check_nchw(kOp, in[0]);
+  check_nchw(kOp, in[1]);
+  common_dtype(kOp, in);
+  MF_CHECK(in[0].shape == in[1].shape, InvalidArgument, kOp, ": g must have x's shape ",
+           ir::shape_to_string(in[0].shape), ", got ", ir::shape_to_string(in[1].shape));
+  const Shape& x = in[0].shape;
+  const Window w = pool_window(kOp, x, attrs);
+  const Shape y = {x[0], x[1], w.oh, w.ow};
+  check_pool_grad(kOp, x, y, attrs);  // as max_pool2d_grad: every window reaches a cell of x
+  return {{in[0].dtype, y}};
+}
+
+void max_pool2d_select_kernel(const ir::KernelContext& ctx) {
+  const Shape& x = ctx.inputs[0].type.shape;
+  const WindowGeometry g = window_geometry(x, pool_window(ctx.op_name, x, ctx.attrs));
+  visit_float(ctx.inputs[0].type.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    max_pool2d_select<T>(g, ctx.inputs[0].as<T>(), ctx.inputs[1].as<T>(), ctx.outputs[0].as<T>());
+  });
+}
+
 void avg_pool2d_grad_kernel(const ir::KernelContext& ctx) {
   const Shape& x = ctx.outputs[0].type.shape;
   const Window w = pool_window(ctx.op_name, x, ctx.attrs);
@@ -309,8 +334,28 @@ void avg_pool2d_grad_kernel(const ir::KernelContext& ctx) {
   });
 }
 
+// The cell of plane p's window (oy, ox) that the forward's max kept: the first strictly larger than
+// all before it, or the window's first cell inside x when none is (-1: the window has none).
+int64_t reference_argmax(const Shape& xs, const RefTensor& x, const Window& w, int64_t p,
+                         int64_t oy, int64_t ox) {
+  int64_t first = -1, kept = -1;
+  double best = -INFINITY;
+  for (int64_t i = 0; i < w.kh; ++i)
+    for (int64_t j = 0; j < w.kw; ++j) {
+      const int64_t iy = oy * w.sh - w.top + i, ix = ox * w.sw - w.left + j;
+      if (iy < 0 || iy >= xs[2] || ix < 0 || ix >= xs[3]) continue;
+      const int64_t at = (p * xs[2] + iy) * xs[3] + ix;
+      if (first < 0) first = at;
+      if (x.values[at] > best) {
+        best = x.values[at];
+        kept = at;
+      }
+    }
+  return kept >= 0 ? kept : first;
+}
+
 // The references: each window of the forward's loop gives its dy to the cell the forward's max
-// kept (the first strictly larger than all before it), or in equal shares to the cells it counted.
+// kept (reference_argmax), or in equal shares to the cells it counted.
 template <PoolKind Kind>
 RefTensor pool_grad_reference(std::string_view op, const Shape& xs, const RefTensor* x,
                               const RefTensor& dy, const Attrs& attrs) {
@@ -320,31 +365,38 @@ RefTensor pool_grad_reference(std::string_view op, const Shape& xs, const RefTen
   for (int64_t p = 0; p < xs[0] * xs[1]; ++p)
     for (int64_t oy = 0; oy < w.oh; ++oy)
       for (int64_t ox = 0; ox < w.ow; ++ox) {
+        const double g = dy.values[(p * w.oh + oy) * w.ow + ox];
+        if constexpr (Kind == PoolKind::kMax) {
+          const int64_t at = reference_argmax(xs, *x, w, p, oy, ox);
+          if (at >= 0) dx.values[at] += g;
+          continue;
+        }
         std::vector<int64_t> cells;
-        int64_t count = 0, kept = -1;
-        double best = -INFINITY;
+        int64_t count = 0;
         for (int64_t i = 0; i < w.kh; ++i)
           for (int64_t j = 0; j < w.kw; ++j) {
             const int64_t iy = oy * w.sh - w.top + i, ix = ox * w.sw - w.left + j;
             const bool inside = iy >= 0 && iy < xs[2] && ix >= 0 && ix < xs[3];
             const bool in_padded = iy < xs[2] + w.bottom && ix < xs[3] + w.right;
             if (include_pad ? in_padded : inside) ++count;
-            if (!inside) continue;
-            const int64_t at = (p * xs[2] + iy) * xs[3] + ix;
-            cells.push_back(at);
-            if (Kind == PoolKind::kMax && x->values[at] > best) {
-              best = x->values[at];
-              kept = at;
-            }
+            if (inside) cells.push_back((p * xs[2] + iy) * xs[3] + ix);
           }
-        const double g = dy.values[(p * w.oh + oy) * w.ow + ox];
-        if (Kind == PoolKind::kMax) {
-          dx.values[kept >= 0 ? kept : cells.front()] += g;
-        } else {
-          for (int64_t at : cells) dx.values[at] += g / count;
-        }
+        for (int64_t at : cells) dx.values[at] += g / count;
       }
   return dx;
+}
+
+// max_pool2d_select's reference: g at reference_argmax's cell of each window.
+RefTensor max_pool2d_select_reference(const RefTensor& x, const RefTensor& g, const Attrs& attrs) {
+  const Window w = pool_window("max_pool2d_select", x.shape, attrs);
+  RefTensor y = ref_tensor({x.shape[0], x.shape[1], w.oh, w.ow});
+  for (int64_t p = 0; p < x.shape[0] * x.shape[1]; ++p)
+    for (int64_t oy = 0; oy < w.oh; ++oy)
+      for (int64_t ox = 0; ox < w.ow; ++ox) {
+        const int64_t at = reference_argmax(x.shape, x, w, p, oy, ox);
+        y.values[(p * w.oh + oy) * w.ow + ox] = at >= 0 ? g.values[at] : 0.0;
+      }
+  return y;
 }
 
 // Forward windows of the pools' NCHW samples, as (x, attributes).
@@ -393,7 +445,40 @@ const ir::OpRegistration kMaxPool2dGrad =
         }())
         .doc(
             "the gradient of max_pool2d's NCHW x: each window's dy added at the element its max "
-            "kept (the first largest)");
+            "kept (the first largest)")
+        // Linear in dy, whose adjoint is max_pool2d_select; piecewise constant in x (no gradient).
+        .backward({.inputs = 0b01}, [](ir::GradBuilder& b) {
+          if (!b.wants_grad(1)) return;
+          b.set_grad(1, b.op("max_pool2d_select", {b.input(0), b.dout(0)}, b.attrs()));
+        });
+
+const ir::OpRegistration kMaxPool2dSelect =
+    ir::define_op("max_pool2d_select")
+        .arity(2)
+        .attr("kernel", ir::AttrKind::kInts, std::nullopt, "the forward's kernel")
+        .attr("stride", ir::AttrKind::kInts, std::vector<int64_t>{}, "the forward's stride")
+        .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0}, "the forward's padding")
+        .traits(Trait::kOpaque | Trait::kPure)
+        .infer(infer_max_pool2d_select)
+        .kernel(max_pool2d_select_kernel)
+        .reference([](std::span<const RefTensor> in, const Attrs& attrs) {
+          return std::vector<RefTensor>{max_pool2d_select_reference(in[0], in[1], attrs)};
+        })
+        .samples([] {
+          std::vector<ir::OpSample> out;
+          for (const auto& [x, attrs] : pool_grad_cases(false)) {
+            out.push_back(sample({f32(x), f32(x)}, attrs));
+          }
+          return out;
+        }())
+        .doc(
+            "max_pool2d_grad's adjoint in dy (NCHW x and g of x's shape): per window of max_pool2d "
+            "over x, g at the element its max kept (the first largest)")
+        // Linear in g, whose adjoint is max_pool2d_grad; piecewise constant in x.
+        .backward({.inputs = 0b01}, [](ir::GradBuilder& b) {
+          if (!b.wants_grad(1)) return;
+          b.set_grad(1, b.op("max_pool2d_grad", {b.input(0), b.dout(0)}, b.attrs()));
+        });
 
 const ir::OpRegistration kAvgPool2dGrad =
     ir::define_op("avg_pool2d_grad")

@@ -423,13 +423,19 @@ Shape pool_output(std::string_view op, const Shape& x, const ir::Attrs& attrs) {
   return {x[0], x[1], w.oh, w.ow};
 }
 
+// A gradient op of the pools: the forward's window attributes, opaque and pure.
+ir::OpBuilder pool_grad_op(std::string name, int arity) {
+  ir::OpBuilder b = ir::define_op(std::move(name));
+  b.arity(arity)
+      .attr("kernel", ir::AttrKind::kInts, std::nullopt, "the forward's kernel")
+      .attr("stride", ir::AttrKind::kInts, std::vector<int64_t>{}, "the forward's stride")
+      .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0}, "the forward's padding")
+      .traits(Trait::kOpaque | Trait::kPure);
+  return b;
+}
+
 const ir::OpRegistration kMaxPool2dGrad =
-    ir::define_op("max_pool2d_grad")
-        .arity(2)
-        .attr("kernel", ir::AttrKind::kInts, std::nullopt, "the forward's kernel")
-        .attr("stride", ir::AttrKind::kInts, std::vector<int64_t>{}, "the forward's stride")
-        .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0}, "the forward's padding")
-        .traits(Trait::kOpaque | Trait::kPure)
+    pool_grad_op("max_pool2d_grad", 2)
         .infer(infer_max_pool2d_grad)
         .kernel(max_pool2d_grad_kernel)
         .reference([](std::span<const RefTensor> in, const Attrs& attrs) {
@@ -453,12 +459,7 @@ const ir::OpRegistration kMaxPool2dGrad =
         });
 
 const ir::OpRegistration kMaxPool2dSelect =
-    ir::define_op("max_pool2d_select")
-        .arity(2)
-        .attr("kernel", ir::AttrKind::kInts, std::nullopt, "the forward's kernel")
-        .attr("stride", ir::AttrKind::kInts, std::vector<int64_t>{}, "the forward's stride")
-        .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0}, "the forward's padding")
-        .traits(Trait::kOpaque | Trait::kPure)
+    pool_grad_op("max_pool2d_select", 2)
         .infer(infer_max_pool2d_select)
         .kernel(max_pool2d_select_kernel)
         .reference([](std::span<const RefTensor> in, const Attrs& attrs) {
@@ -481,14 +482,9 @@ const ir::OpRegistration kMaxPool2dSelect =
         });
 
 const ir::OpRegistration kAvgPool2dGrad =
-    ir::define_op("avg_pool2d_grad")
-        .arity(1)
-        .attr("kernel", ir::AttrKind::kInts, std::nullopt, "the forward's kernel")
-        .attr("stride", ir::AttrKind::kInts, std::vector<int64_t>{}, "the forward's stride")
-        .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0}, "the forward's padding")
+    pool_grad_op("avg_pool2d_grad", 1)
         .attr("count_include_pad", ir::AttrKind::kBool, false, "the forward's count_include_pad")
         .attr("input_size", ir::AttrKind::kInts, std::nullopt, "the forward's x [H, W]")
-        .traits(Trait::kOpaque | Trait::kPure)
         .infer(infer_avg_pool2d_grad)
         .kernel(avg_pool2d_grad_kernel)
         .reference([](std::span<const RefTensor> in, const Attrs& attrs) {

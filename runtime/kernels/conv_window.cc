@@ -130,4 +130,16 @@ ir::Attrs channels_last_attrs(ir::Attrs attrs) {
   return attrs;
 }
 
+ir::Attrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> padding,
+                     std::vector<int64_t> dilation, int64_t groups) {
+  return {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
+}
+
+ir::Attrs conv_window_attrs(const ir::Attrs& attrs) {
+  ir::Attrs window;
+  for (const char* name : {"stride", "padding", "dilation", "groups"})
+    window[name] = attrs.at(name);
+  return window;
+}
+
 }  // namespace mf::runtime::ops

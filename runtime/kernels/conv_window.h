@@ -74,6 +74,14 @@ void run_nhwc_as_nchw(const ir::KernelContext& ctx, void (*nchw_kernel)(const ir
 RefTensor ref_to_nchw(const RefTensor& t);
 RefTensor ref_to_nhwc(const RefTensor& t);
 
+// A convolution's window attributes (stride, padding, dilation, groups), for samples.
+ir::Attrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> padding,
+                     std::vector<int64_t> dilation, int64_t groups);
+
+// The window attributes of a convolution's `attrs` (stride, padding, dilation, groups), without
+// its format, activation or sizes: what its gradient ops share with it.
+ir::Attrs conv_window_attrs(const ir::Attrs& attrs);
+
 // `attrs` with data_format "NHWC", for samples.
 ir::Attrs channels_last_attrs(ir::Attrs attrs);
 

@@ -32,6 +32,7 @@
 #include "runtime/dnnl/engine.h"
 #include "runtime/dnnl/prepare.h"
 #include "runtime/dnnl/primitive_cache.h"
+#include "runtime/dnnl/reorders.h"
 #include "runtime/kernels/conv_layout.h"
 #include "runtime/kernels/conv_window.h"
 #include "runtime/kernels/depthwise_conv.h"
@@ -371,12 +372,6 @@ bool blocked_activations_pay(const Shape& xs, const Shape& ws, const Window& win
   return bytes > 0 && flops >= kBlockedActivationsMinFlopsPerByte * bytes;
 }
 
-dnnl::reorder make_reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
-  if (from == to) return dnnl::reorder();
-  const dnnl::engine& engine = dnnl_rt::cpu_engine();
-  return dnnl::reorder(dnnl::reorder::primitive_desc(engine, from, engine, to));
-}
-
 // The cached primitive for conv2d over float32 `in` with `attrs`, created for `threads` OpenMP
 // threads (the caller holds ScopedOmpThreads(threads) while creating and running it).
 std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, const Attrs& attrs,
@@ -472,19 +467,11 @@ std::shared_ptr<const DnnlConv> dnnl_conv2d(std::span<const TensorType> in, cons
     conv->src = pd.src_desc();
     conv->weights = pd.weights_desc();
     conv->dst = pd.dst_desc();
-    conv->src_in = make_reorder(conv->user_src, conv->src);
-    conv->weights_in = make_reorder(conv->user_weights, conv->weights);
-    conv->dst_out = make_reorder(conv->dst, conv->user_dst);
+    conv->src_in = dnnl_rt::make_reorder(conv->user_src, conv->src);
+    conv->weights_in = dnnl_rt::make_reorder(conv->user_weights, conv->weights);
+    conv->dst_out = dnnl_rt::make_reorder(conv->dst, conv->user_dst);
     return std::shared_ptr<const DnnlConv>(conv);
   });
-}
-
-// Per-thread scratch for reordered tensors, grown as needed and kept.
-float* scratch(int slot, size_t bytes) {
-  thread_local std::vector<float> buffers[3];
-  std::vector<float>& b = buffers[slot];
-  if (b.size() * sizeof(float) < bytes) b.resize((bytes + sizeof(float) - 1) / sizeof(float));
-  return b.data();
 }
 
 // What a compiled graph keeps for a conv2d (KernelContext::prepared points to this base): which
@@ -573,27 +560,21 @@ void conv2d_dnnl(const ir::KernelContext& ctx) {
   }
   const dnnl::engine& engine = dnnl_rt::cpu_engine();
   dnnl::stream& stream = dnnl_rt::thread_stream();
-  // Each operand in the primitive's layout: the user's memory, or a reordered copy.
-  auto operand = [&](const dnnl::reorder& reorder, const dnnl::memory::desc& user,
-                     const dnnl::memory::desc& wanted, void* data, int slot) {
-    dnnl::memory user_memory(user, engine, data);
-    if (!reorder) return user_memory;
-    dnnl::memory copy(wanted, engine, scratch(slot, wanted.get_size()));
-    reorder.execute(stream, user_memory, copy);
-    return copy;
-  };
-  const dnnl::memory src = operand(conv->src_in, conv->user_src, conv->src, ctx.inputs[0].data, 0);
+  const dnnl::memory src =
+      dnnl_rt::operand_in(conv->src_in, conv->user_src, conv->src, ctx.inputs[0].data, 0, stream);
   dnnl::memory weights;
   if (prepared != nullptr) {
     weights = prepared->weights;
   } else if (conv->weights_in && ctx.inputs[1].content_id != 0) {
     weights = reordered_weights(*conv, conv, ctx.inputs[1]);
   } else {
-    weights = operand(conv->weights_in, conv->user_weights, conv->weights, ctx.inputs[1].data, 1);
+    weights = dnnl_rt::operand_in(conv->weights_in, conv->user_weights, conv->weights,
+                                  ctx.inputs[1].data, 1, stream);
   }
   dnnl::memory user_dst(conv->user_dst, engine, ctx.outputs[0].data);
-  dnnl::memory dst =
-      conv->dst_out ? dnnl::memory(conv->dst, engine, scratch(2, conv->dst.get_size())) : user_dst;
+  dnnl::memory dst = conv->dst_out ? dnnl::memory(conv->dst, engine,
+                                                  dnnl_rt::reorder_buffer(2, conv->dst.get_size()))
+                                   : user_dst;
   std::unordered_map<int, dnnl::memory> args = {
       {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
   if (conv->scratchpad.get_size() > 0) {
@@ -717,8 +698,10 @@ void conv2d_packed(const ir::KernelContext& ctx) {
   }
   // NCHW (format transform off): x transposed in and y out, as oneDNN's channels-last path does.
   const Shape x_nchw = ctx.inputs[0].type.shape, y_nchw = ctx.outputs[0].type.shape;
-  float* x = scratch(0, static_cast<size_t>(ir::num_elements(x_nchw)) * sizeof(float));
-  float* y = scratch(2, static_cast<size_t>(ir::num_elements(y_nchw)) * sizeof(float));
+  float* x =
+      dnnl_rt::reorder_buffer(0, static_cast<size_t>(ir::num_elements(x_nchw)) * sizeof(float));
+  float* y =
+      dnnl_rt::reorder_buffer(2, static_cast<size_t>(ir::num_elements(y_nchw)) * sizeof(float));
   transpose_activation(ctx.inputs[0].as<float>(), x, x_nchw, false);
   packed_conv2d_nhwc(x, *weights, bias, y, g, activation);
   transpose_activation(y, ctx.outputs[0].as<float>(), y_nchw, true);
@@ -904,261 +887,6 @@ ir::Attrs activation_attrs(ir::Attrs attrs, std::string activation, double lo = 
   attrs["clip_max"] = hi;
   return attrs;
 }
-
-ir::Attrs conv_attrs(std::vector<int64_t> stride, std::vector<int64_t> padding,
-                     std::vector<int64_t> dilation, int64_t groups) {
-  return {{"stride", stride}, {"padding", padding}, {"dilation", dilation}, {"groups", groups}};
-}
-
-// ---- conv2d's gradients ----
-//
-// conv2d_grad_input(dy, w) and conv2d_grad_weight(x, dy), NCHW, with the forward's stride,
-// padding, dilation and groups: the two products the backward of a convolution needs, as ops of
-// their own (no kernel of conv2d computes them). The batch and channels follow from the operands;
-// the forward's spatial size (input_size) or kernel size (kernel_size) is an attribute, since a
-// strided convolution maps several input sizes to one output size. Kernels: window_backward.h.
-
-ir::OpBuilder conv_grad_op(std::string name) {
-  ir::OpBuilder b = ir::define_op(std::move(name));
-  b.arity(2)
-      .attr("stride", ir::AttrKind::kInts, std::vector<int64_t>{1, 1}, "the forward's stride")
-      .attr("padding", ir::AttrKind::kInts, std::vector<int64_t>{0, 0}, "the forward's padding")
-      .attr("dilation", ir::AttrKind::kInts, std::vector<int64_t>{1, 1}, "the forward's dilation")
-      .attr("groups", ir::AttrKind::kInt, int64_t{1}, "the forward's channel groups")
-      .traits(Trait::kOpaque | Trait::kPure)
-      .tolerance(1e-4);  // float32 GEMMs and sums against double ones, as conv2d
-  return b;
-}
-
-// The forward's x (N, C, H, W) and window, checked against dy's sizes.
-struct ConvGradShapes {
-  Shape x, w;
-  Window window;
-};
-
-ConvGradShapes check_conv_grad(std::string_view op, const Shape& x, const Shape& w, const Shape& dy,
-                               const Attrs& attrs) {
-  const int64_t groups = ir::attr_int(attrs, "groups", op);
-  MF_CHECK(groups >= 1 && x[1] % groups == 0 && w[0] % groups == 0 && w[1] * groups == x[1],
-           InvalidArgument, op, ": groups (", groups, "), the input channels (", x[1],
-           ") and the weight ", ir::shape_to_string(w), " disagree");
-  const Window window = make_window(op, x, w[2], w[3], attrs, true);
-  const Shape y = {x[0], w[0], window.oh, window.ow};
-  MF_CHECK(dy == y, InvalidArgument, op, ": dy must have the forward's output shape ",
-           ir::shape_to_string(y), ", got ", ir::shape_to_string(dy));
-  return {x, w, window};
-}
-
-std::vector<TensorType> infer_conv2d_grad_input(std::span<const TensorType> in,
-                                                const Attrs& attrs) {
-  constexpr std::string_view kOp = "conv2d_grad_input";
-  check_nchw(kOp, in[0]);
-  common_dtype(kOp, in);
-  const Shape& w = in[1].shape;
-  MF_CHECK(w.size() == 4, InvalidArgument, kOp,
-           ": weight must be (out_channels, in_channels / groups, kh, kw), got ",
-           ir::shape_to_string(w));
-  const std::vector<int64_t> size = pair_attr(kOp, attrs, "input_size", 0);
-  const Shape x = {in[0].shape[0], w[1] * ir::attr_int(attrs, "groups", kOp), size[0], size[1]};
-  check_conv_grad(kOp, x, w, in[0].shape, attrs);
-  return {{in[0].dtype, x}};
-}
-
-std::vector<TensorType> infer_conv2d_grad_weight(std::span<const TensorType> in,
-                                                 const Attrs& attrs) {
-  constexpr std::string_view kOp = "conv2d_grad_weight";
-  check_nchw(kOp, in[0]);
-  check_nchw(kOp, in[1]);
-  common_dtype(kOp, in);
-  const std::vector<int64_t> kernel = pair_attr(kOp, attrs, "kernel_size", 1);
-  const int64_t groups = ir::attr_int(attrs, "groups", kOp);
-  MF_CHECK(groups >= 1, InvalidArgument, kOp, ": groups must be >= 1, got ", groups);
-  const Shape w = {in[1].shape[1], in[0].shape[1] / groups, kernel[0], kernel[1]};
-  check_conv_grad(kOp, in[0].shape, w, in[1].shape, attrs);
-  return {{in[0].dtype, w}};
-}
-
-void conv2d_grad_input_kernel(const ir::KernelContext& ctx) {
-  const Shape& x = ctx.outputs[0].type.shape;
-  const Shape& w = ctx.inputs[1].type.shape;
-  const WindowGeometry g =
-      window_geometry(x, make_window(ctx.op_name, x, w[2], w[3], ctx.attrs, true));
-  const int64_t groups = ir::attr_int(ctx.attrs, "groups", ctx.op_name);
-  visit_float(ctx.outputs[0].type.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    conv2d_backward_data<T>(g, w[0], groups, ctx.inputs[0].as<T>(), ctx.inputs[1].as<T>(),
-                            ctx.outputs[0].as<T>());
-  });
-}
-
-void conv2d_grad_weight_kernel(const ir::KernelContext& ctx) {
-  const Shape& x = ctx.inputs[0].type.shape;
-  const Shape& w = ctx.outputs[0].type.shape;
-  const WindowGeometry g =
-      window_geometry(x, make_window(ctx.op_name, x, w[2], w[3], ctx.attrs, true));
-  const int64_t groups = ir::attr_int(ctx.attrs, "groups", ctx.op_name);
-  visit_float(ctx.outputs[0].type.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    conv2d_backward_weights<T>(g, w[0], groups, ctx.inputs[0].as<T>(), ctx.inputs[1].as<T>(),
-                               ctx.outputs[0].as<T>());
-  });
-}
-
-// The references: every product of the forward's loop, added where it came from.
-struct ConvTerm {
-  int64_t x, w, y;  // flat indices into x, w and y
-};
-
-template <typename Fn>
-void for_each_conv_term(const Shape& xs, const Shape& ws, const Attrs& attrs, Fn&& fn) {
-  const Window win = conv_window(xs, ws, attrs);
-  const int64_t groups = std::get<int64_t>(attrs.at("groups"));
-  const int64_t cg = ws[1], og = ws[0] / groups;
-  for (int64_t n = 0; n < xs[0]; ++n)
-    for (int64_t o = 0; o < ws[0]; ++o)
-      for (int64_t oy = 0; oy < win.oh; ++oy)
-        for (int64_t ox = 0; ox < win.ow; ++ox)
-          for (int64_t c = 0; c < cg; ++c)
-            for (int64_t i = 0; i < ws[2]; ++i)
-              for (int64_t j = 0; j < ws[3]; ++j) {
-                const int64_t iy = oy * win.sh - win.top + i * win.dh;
-                const int64_t ix = ox * win.sw - win.left + j * win.dw;
-                if (iy < 0 || iy >= xs[2] || ix < 0 || ix >= xs[3]) continue;
-                const int64_t channel = o / og * cg + c;
-                fn(ConvTerm{((n * xs[1] + channel) * xs[2] + iy) * xs[3] + ix,
-                            ((o * cg + c) * ws[2] + i) * ws[3] + j,
-                            ((n * ws[0] + o) * win.oh + oy) * win.ow + ox});
-              }
-}
-
-std::vector<RefTensor> conv2d_grad_input_reference(std::span<const RefTensor> in,
-                                                   const Attrs& attrs) {
-  const Shape& ws = in[1].shape;
-  const std::vector<int64_t>& size = std::get<std::vector<int64_t>>(attrs.at("input_size"));
-  const int64_t groups = std::get<int64_t>(attrs.at("groups"));
-  RefTensor dx = ref_tensor({in[0].shape[0], ws[1] * groups, size[0], size[1]});
-  for_each_conv_term(dx.shape, ws, attrs, [&](const ConvTerm& t) {
-    dx.values[t.x] += in[0].values[t.y] * in[1].values[t.w];
-  });
-  return {dx};
-}
-
-std::vector<RefTensor> conv2d_grad_weight_reference(std::span<const RefTensor> in,
-                                                    const Attrs& attrs) {
-  const std::vector<int64_t>& kernel = std::get<std::vector<int64_t>>(attrs.at("kernel_size"));
-  const int64_t groups = std::get<int64_t>(attrs.at("groups"));
-  RefTensor dw = ref_tensor({in[1].shape[1], in[0].shape[1] / groups, kernel[0], kernel[1]});
-  for_each_conv_term(in[0].shape, dw.shape, attrs, [&](const ConvTerm& t) {
-    dw.values[t.w] += in[0].values[t.x] * in[1].values[t.y];
-  });
-  return {dw};
-}
-
-// Forward geometries of conv2d's samples (x, w, stride, padding, dilation, groups): odd sizes,
-// strides that leave input rows unread, asymmetric padding, dilation, groups, depthwise with a
-// channel multiplier, and a product large enough for several parallel chunks.
-struct ConvCase {
-  Shape x, w;
-  ir::Attrs attrs;
-};
-
-std::vector<ConvCase> conv_grad_cases() {
-  return {
-      {{1, 2, 5, 5}, {3, 2, 3, 3}, conv_attrs({1, 1}, {0, 0}, {1, 1}, 1)},
-      {{2, 3, 8, 8}, {4, 3, 3, 3}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 1)},
-      {{2, 4, 9, 7}, {6, 2, 3, 2}, conv_attrs({2, 1}, {1, 2, 0, 1}, {2, 1}, 2)},
-      {{1, 6, 6, 6}, {6, 1, 3, 3}, conv_attrs({2, 2}, {1, 1}, {1, 1}, 6)},
-      {{1, 4, 7, 7}, {8, 1, 3, 3}, conv_attrs({1, 1}, {0, 1, 1, 2}, {1, 1}, 4)},
-      {{1, 3, 12, 14}, {5, 3, 3, 3}, conv_attrs({2, 2}, {1, 1}, {1, 1}, 1)},
-      {{2, 8, 9, 10}, {8, 1, 3, 3}, conv_attrs({2, 1}, {2, 2}, {2, 2}, 8)},
-      {{1, 16, 9, 9}, {32, 16, 1, 1}, conv_attrs({2, 2}, {0, 0}, {1, 1}, 1)},
-      {{2, 16, 12, 12}, {32, 16, 3, 3}, conv_attrs({1, 1}, {1, 1}, {1, 1}, 1)},
-  };
-}
-
-Shape conv_output(const ConvCase& c) {
-  const Window win = conv_window(c.x, c.w, c.attrs);
-  return {c.x[0], c.w[0], win.oh, win.ow};
-}
-
-std::vector<ir::OpSample> conv_grad_input_samples() {
-  std::vector<ir::OpSample> out;
-  for (const ConvCase& c : conv_grad_cases()) {
-    ir::Attrs attrs = c.attrs;
-    attrs["input_size"] = std::vector<int64_t>{c.x[2], c.x[3]};
-    out.push_back(sample({f32(conv_output(c)), f32(c.w)}, attrs));
-  }
-  return out;
-}
-
-std::vector<ir::OpSample> conv_grad_weight_samples() {
-  std::vector<ir::OpSample> out;
-  for (const ConvCase& c : conv_grad_cases()) {
-    ir::Attrs attrs = c.attrs;
-    attrs["kernel_size"] = std::vector<int64_t>{c.w[2], c.w[3]};
-    out.push_back(sample({f32(c.x), f32(conv_output(c))}, attrs));
-  }
-  return out;
-}
-
-// Both gradient ops are bilinear, built from the same terms x w -> y as conv2d: each one's
-// backward is another of the three products (second derivatives of a convolution).
-ir::Attrs conv_window_attrs(const ir::Attrs& attrs) {
-  ir::Attrs window;
-  for (const char* name : {"stride", "padding", "dilation", "groups"})
-    window[name] = attrs.at(name);
-  return window;
-}
-
-// dx = conv2d_grad_input(dy, w): d(dy) = conv2d(g, w), dw = conv2d_grad_weight(g, dy).
-void conv2d_grad_input_backward(ir::GradBuilder& b) {
-  const ir::Attrs window = conv_window_attrs(b.attrs());
-  const ir::GradValue g = b.dout(0);
-  if (b.wants_grad(0)) b.set_grad(0, b.op("conv2d", {g, b.input(1)}, window));
-  if (b.wants_grad(1)) {
-    ir::Attrs attrs = window;
-    const Shape& w = b.input_type(1).shape;
-    attrs["kernel_size"] = std::vector<int64_t>{w[2], w[3]};
-    b.set_grad(1, b.op("conv2d_grad_weight", {g, b.input(0)}, attrs));
-  }
-}
-
-// dw = conv2d_grad_weight(x, dy): dx = conv2d_grad_input(dy, g), d(dy) = conv2d(x, g).
-void conv2d_grad_weight_backward(ir::GradBuilder& b) {
-  const ir::Attrs window = conv_window_attrs(b.attrs());
-  const ir::GradValue g = b.dout(0);
-  if (b.wants_grad(0)) {
-    ir::Attrs attrs = window;
-    const Shape& x = b.input_type(0).shape;
-    attrs["input_size"] = std::vector<int64_t>{x[2], x[3]};
-    b.set_grad(0, b.op("conv2d_grad_input", {b.input(1), g}, attrs));
-  }
-  if (b.wants_grad(1)) b.set_grad(1, b.op("conv2d", {b.input(0), g}, window));
-}
-
-const ir::OpRegistration kConv2dGradInput =
-    conv_grad_op("conv2d_grad_input")
-        .attr("input_size", ir::AttrKind::kInts, std::nullopt, "the forward's x [H, W]")
-        .infer(infer_conv2d_grad_input)
-        .kernel(conv2d_grad_input_kernel)
-        .reference(conv2d_grad_input_reference)
-        .samples(conv_grad_input_samples())
-        .doc(
-            "the gradient of conv2d's NCHW x from dy (N, O, OH, OW) and weight (O, C / groups, "
-            "kh, kw): (N, C, input_size)")
-        .backward({.inputs = 0b11}, conv2d_grad_input_backward);
-
-const ir::OpRegistration kConv2dGradWeight =
-    conv_grad_op("conv2d_grad_weight")
-        .attr("kernel_size", ir::AttrKind::kInts, std::nullopt, "the weight's [kh, kw]")
-        .infer(infer_conv2d_grad_weight)
-        .kernel(conv2d_grad_weight_kernel)
-        .reference(conv2d_grad_weight_reference)
-        .samples(conv_grad_weight_samples())
-        .doc(
-            "the gradient of conv2d's weight from NCHW x (N, C, H, W) and dy (N, O, OH, OW): "
-            "(O, C / groups, kernel_size)")
-        .backward({.inputs = 0b11}, conv2d_grad_weight_backward);
 
 // dy through the activation fused into the convolution, from its input v (the convolution
 // before the activation): relu and clip pass dy where they pass v (ties to v, as max(v, lo) and

@@ -205,6 +205,62 @@ TEST(OpPool, AvgExcludesPaddingByDefault) {
               ElementsAre(-1, -1, -1, -1));
 }
 
+// 2x2 windows of stride 2 over a 3 x 5 plane (the last row and column in no window): each
+// window's dy goes to its first largest cell; NaN and -inf never win; a window of neither goes to
+// its first cell; the cells no window reads get 0.
+TEST(OpPool, MaxPoolGradGivesEachWindowsDyToItsFirstLargestCell) {
+  const double nan = std::nan(""), inf = INFINITY;
+  // Windows: {1, 3 | 3, 2}: the first 3 (cell 1); {nan, -1 | -2, -1}: the first -1 (cell 1).
+  const HostTensor x = f32({1, 1, 3, 5}, {1, 3, nan, -1, -inf,  //
+                                          3, 2, -2, -1, -inf,   //
+                                          9, 9, 9, 9, 9});
+  const HostTensor dy = f32({1, 1, 1, 2}, {10, 20});
+  const ir::Attrs attrs = {{"kernel", std::vector<int64_t>{2, 2}},
+                           {"stride", std::vector<int64_t>{2, 2}}};
+  EXPECT_THAT(run_op("max_pool2d_grad", {x, dy}, attrs)[0].to_doubles(),
+              ElementsAre(0, 10, 0, 20, 0,  //
+                          0, 0, 0, 0, 0,    //
+                          0, 0, 0, 0, 0));
+  // {-inf, nan | -inf, nan}: no winner, cell 0; {5, 5 | 5, 5}: cell 0; {0, 1 | 2, 1}: cell 2.
+  const HostTensor x3 = f32({1, 1, 2, 6}, {-inf, nan, 5, 5, 0, 1,  //
+                                           -inf, nan, 5, 5, 2, 1});
+  EXPECT_THAT(run_op("max_pool2d_grad", {x3, f32({1, 1, 1, 3}, {7, 8, 9})}, attrs)[0].to_doubles(),
+              ElementsAre(7, 0, 8, 0, 0, 0,  //
+                          0, 0, 0, 0, 9, 0));
+}
+
+// The same rule over rows of 19 windows (vector paths and their tails), each window drawn from
+// values with ties, NaN and infinities, against a naive loop.
+TEST(OpPool, MaxPoolGradOfSpecialValuesMatchesANaiveLoop) {
+  const double nan = std::nan(""), inf = INFINITY;
+  const std::vector<double> values = {nan, -inf, inf, 1.0, 1.0, -0.0, 0.0, -2.0};
+  std::mt19937_64 rng(7);
+  const int64_t h = 4, w = 39, oh = 2, ow = 19;
+  std::vector<double> x(size_t(h * w)), dy(size_t(oh * ow));
+  for (double& v : x) v = values[rng() % values.size()];
+  for (size_t i = 0; i < dy.size(); ++i) dy[i] = double(i + 1);
+  std::vector<double> want(x.size(), 0.0);
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      int64_t best = -1;
+      for (int64_t i = 0; i < 2; ++i) {
+        for (int64_t j = 0; j < 2; ++j) {
+          const int64_t at = (2 * oy + i) * w + 2 * ox + j;
+          const double current = best < 0 ? -inf : x[size_t(best)];
+          if (x[size_t(at)] > current) best = at;
+        }
+      }
+      want[size_t(best >= 0 ? best : 2 * oy * w + 2 * ox)] = dy[size_t(oy * ow + ox)];
+    }
+  }
+  const ir::Attrs attrs = {{"kernel", std::vector<int64_t>{2, 2}},
+                           {"stride", std::vector<int64_t>{2, 2}}};
+  const std::vector<double> got =
+      run_op("max_pool2d_grad", {f32({1, 1, h, w}, x), f32({1, 1, oh, ow}, dy)}, attrs)[0]
+          .to_doubles();
+  EXPECT_THAT(got, ElementsAreArray(want));
+}
+
 // ---- broadcasting and dtype errors ----
 
 TEST(OpBroadcast, IncompatibleShapesNameOpShapesAndAxis) {

@@ -145,6 +145,15 @@ KernelCost kernel_cost(const ir::KernelContext& ctx) {
   } else if (op == "conv2d" && ctx.inputs.size() >= 2) {
     const ir::Shape& w = ctx.inputs[1].type.shape;  // (O, C/groups, kH, kW)
     cost.flops = 2 * out * double(w[1] * w[2] * w[3]);
+  } else if ((op == "conv2d_grad_input" || op == "conv2d_grad_weight") && ctx.inputs.size() >= 2 &&
+             !ctx.outputs.empty()) {
+    // The forward's products, one per (dy element, weight tap of its group): dy is the first input
+    // of conv2d_grad_input (with the weight second), the second of conv2d_grad_weight (whose
+    // output is the weight).
+    const bool input_grad = op == "conv2d_grad_input";
+    const ir::Shape& w = input_grad ? ctx.inputs[1].type.shape : ctx.outputs[0].type.shape;
+    const double dy = double(ir::num_elements(ctx.inputs[input_grad ? 0 : 1].type.shape));
+    cost.flops = 2 * dy * double(w[1] * w[2] * w[3]);
   } else if (op == "conv_transpose2d" && ctx.inputs.size() >= 2) {
     const ir::Shape& w = ctx.inputs[1].type.shape;  // (C, O/groups, kH, kW)
     cost.flops =

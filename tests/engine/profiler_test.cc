@@ -144,6 +144,17 @@ TEST_F(ProfilerTest, FlopsAndBytesAreTheHandComputedOnes) {
   const runtime::KernelCost cost = runtime::kernel_cost({in, out, attrs, "conv2d"});
   EXPECT_EQ(cost.flops, 2.0 * 27 * 18);
   EXPECT_EQ(cost.bytes, (50.0 + 54 + 27) * 4);
+  // Its gradients take the same products: conv2d_grad_input(dy, w) -> dx and
+  // conv2d_grad_weight(x, dy) -> dw.
+  const std::vector<ir::TensorView> grad_input_in = {out[0], in[1]};
+  const std::vector<ir::TensorView> grad_input_out = {in[0]};
+  EXPECT_EQ(runtime::kernel_cost({grad_input_in, grad_input_out, attrs, "conv2d_grad_input"}).flops,
+            2.0 * 27 * 18);
+  const std::vector<ir::TensorView> grad_weight_in = {in[0], out[0]};
+  const std::vector<ir::TensorView> grad_weight_out = {in[1]};
+  EXPECT_EQ(
+      runtime::kernel_cost({grad_weight_in, grad_weight_out, attrs, "conv2d_grad_weight"}).flops,
+      2.0 * 27 * 18);
   // matmul_bias (a matmul and its bias row fused): 2 M N K for the product, M N for the adds.
   std::vector<float> a(6), b(12), bias(4), c(8);
   const std::vector<ir::TensorView> mb_in = {{a.data(), {ir::DType::kFloat32, {2, 3}}},

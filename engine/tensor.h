@@ -30,6 +30,9 @@ struct TensorImpl {
   // eager convolution left it for the next one (engine/eager/eager_layout.h). Set when the tensor
   // is made, cleared only by Tensor::mutable_raw_data after every queued op has run.
   bool channels_last = false;
+  // A weight: a cell's parameter or a Parameter. A traced graph binds it at every call, never
+  // copies its value in as a constant, since an optimizer or set_data changes it in place.
+  bool is_parameter = false;
   // The (N, C, H, W)-ordered copy of a channels-last tensor, made once when first needed.
   std::shared_ptr<TensorImpl> plain;
   std::mutex plain_mutex;

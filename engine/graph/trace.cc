@@ -149,7 +149,8 @@ ir::Value Tracer::resolve(const std::shared_ptr<TensorImpl>& impl, size_t frame)
            current_scope(), "); return it from that cell instead of keeping it aside");
   keep_alive_.push_back(impl);
   const auto weight = weight_names_.find(impl.get());
-  if (weight != weight_names_.end() || Tensor(impl).numel() > kMaxConstantElements) {
+  if (weight != weight_names_.end() || impl->is_parameter ||
+      Tensor(impl).numel() > kMaxConstantElements) {
     if (frame > 0) return lift(impl, frame);
     const bool is_weight = weight != weight_names_.end();
     const std::string name =
@@ -160,8 +161,8 @@ ir::Value Tracer::resolve(const std::shared_ptr<TensorImpl>& impl, size_t frame)
     frames_[0].values[impl.get()] = p;
     return p;
   }
-  // A small tensor made outside the trace (ops::scalar(1.5), a mask): its value is part of the
-  // graph.
+  // A small tensor made outside the trace that is no parameter (ops::scalar(1.5), a mask): its
+  // value is part of the graph, as MindSpore makes a captured Tensor a constant.
   const Tensor t(impl);
   const auto* bytes = static_cast<const uint8_t*>(t.raw_data());
   ir::Constant* c = frames_[frame].graph->add_constant(

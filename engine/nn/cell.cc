@@ -388,6 +388,7 @@ void Cell::set_parameter(const std::string& dotted_name, const Tensor& value) {
                class_name_, " is ", ir::type_to_string(tensor.type()), "; the new value is ",
                ir::type_to_string(value.type()));
       tensor = value;
+      if (tensor.defined()) tensor.impl()->is_parameter = true;
       return;
     }
   }
@@ -399,6 +400,7 @@ Tensor& Cell::register_parameter(std::string name, Tensor value, bool requires_g
   for (const auto& [existing, tensor] : parameters_) {
     MF_CHECK(existing != name, Internal, class_name_, " registers parameter '", name, "' twice");
   }
+  if (value.defined()) value.impl()->is_parameter = true;
   parameters_.emplace_back(std::move(name), std::move(value));
   requires_grad_.push_back(requires_grad);
   return parameters_.back().second;

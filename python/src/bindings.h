@@ -66,7 +66,9 @@ namespace mf::python {
 // (`self.w = ms.Parameter(...)`), so it is bound by name in compiled graphs and dumps.
 struct Parameter : Tensor {
   Parameter(Tensor value, std::string parameter_name, bool grad)
-      : Tensor(std::move(value)), name(std::move(parameter_name)), requires_grad(grad) {}
+      : Tensor(std::move(value)), name(std::move(parameter_name)), requires_grad(grad) {
+    if (defined()) impl()->is_parameter = true;
+  }
   std::string name;
   bool requires_grad = true;
 };

@@ -236,6 +236,27 @@ TEST_F(GraphModeTest, WhileLoopRunsUntilItsConditionFailsInBothModes) {
   }
 }
 
+// A compiled function that reads another cell's parameters binds them at every call, however
+// small (a bias of two): an optimizer or set_data changes them in place, and a value copied into
+// the graph at the first call would go stale without a word.
+TEST_F(GraphModeTest, ACompiledFunctionSeesTheParametersItReadsChange) {
+  for (const char* mode : {"PYNATIVE_MODE", "GRAPH_MODE"}) {
+    context::set({{"mode", mode}});
+    nn::Dense dense(3, 2, 7);
+    auto f = jit([&](const Tensor& x) { return dense(x); });
+    const Tensor x = Tensor::from_vector<float>({1, 2, 3}, {1, 3});
+    EXPECT_EQ(f(x).to_vector<float>(), dense(x).to_vector<float>()) << mode;
+    for (auto& [name, tensor] : dense.named_parameters()) {
+      Tensor t = tensor;
+      auto* values = static_cast<float*>(t.mutable_raw_data());
+      for (int64_t i = 0; i < t.numel(); ++i) values[i] += 100.0f;
+    }
+    const std::vector<float> want = dense(x).to_vector<float>();
+    EXPECT_GT(want[0], 100.0f) << mode;
+    EXPECT_EQ(f(x).to_vector<float>(), want) << mode;
+  }
+}
+
 // A cell that nests `depth` levels of itself.
 class Nested : public nn::Cell {
  public:

@@ -166,6 +166,22 @@ def test_jit_function_in_pynative():
     np.testing.assert_array_equal(plain(ms.Tensor(np.ones(2, np.float32))).asnumpy(), [3, 3])
 
 
+@pytest.mark.parametrize("mode", [ms.PYNATIVE_MODE, ms.GRAPH_MODE])
+def test_a_jit_function_sees_the_parameters_it_reads_change(mode):
+    # A Dense of 3 -> 2 has six weights and two biases: small enough that a captured plain tensor
+    # would become a constant of the graph. Parameters never do: set_data and optimizers change
+    # them in place.
+    ms.set_context(mode=mode)
+    dense = ms.nn.Dense(3, 2)
+    f = ms.jit(lambda x: dense(x))
+    x = ms.Tensor(np.ones((1, 3), np.float32))
+    np.testing.assert_array_equal(f(x).asnumpy(), dense(x).asnumpy())
+    dense.bias.set_data(ms.Tensor(np.array([100.0, 200.0], np.float32)))
+    dense.weight.set_data(ms.Tensor(np.full((2, 3), 0.5, np.float32)))
+    np.testing.assert_array_equal(f(x).asnumpy(), [[101.5, 201.5]])
+    ms.reset_context()
+
+
 def test_jit_fullgraph_and_fallback():
     def branchy(x):
         if ms.ops.reduce_sum(x) > 0:

@@ -124,11 +124,13 @@ struct ReduceRow {
 // One row per sample of the reductions (they share one sample list), in sample order.
 const std::vector<ReduceRow>& hand_reductions() {
   static const std::vector<ReduceRow> table = {
-      {{3, 5}, {true, true}, {}},                                // axes=[]
-      {{3, 5}, {false, true}, {3}},                              // axes=[1]
-      {{3, 5}, {true, false}, {1, 5}},                           // axes=[0], keep_dims
-      {{2, 3, 4}, {false, false, true}, {2, 3, 1}},              // axes=[-1], keep_dims
-      {{2, 3, 4}, {true, false, true}, {3}},                     // axes=[0, 2]
+      {{3, 5}, {true, true}, {}},                                            // axes=[]
+      {{3, 5}, {false, true}, {3}},                                          // axes=[1]
+      {{3, 5}, {true, false}, {1, 5}},                                       // axes=[0], keep_dims
+      {{2, 3, 4}, {false, false, true}, {2, 3, 1}},                          // axes=[-1], keep_dims
+      {{2, 3, 4}, {true, false, true}, {3}},                                 // axes=[0, 2]
+      {{3, 4, 2, 5, 6}, {false, true, false, true, true}, {3, 1, 2, 1, 1}},  // [1, 3, 4], keep
+      {{2, 3, 4, 5, 6}, {true, false, true, false, true}, {3, 5}},           // axes=[0, 2, 4]
       {{2, 3, 4, 5}, {false, true, true, false}, {2, 1, 1, 5}},  // axes=[1, 2], keep_dims
       {{7}, {true}, {}},                                         // axes=[0]
       {{}, {}, {}},                                              // a scalar, axes=[]

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include <unordered_set>
+#include <utility>
 
 #include "engine/autodiff/grad.h"
 #include "engine/autodiff/tape.h"
@@ -16,7 +17,22 @@ namespace mf::nn {
 Cell::Cell(std::string class_name)
     : class_name_(std::move(class_name)), compiled_(std::make_unique<engine::CompiledForms>()) {}
 
-Cell::~Cell() = default;
+Cell::~Cell() {
+  for (auto& [name, child] : children_) {
+    if (child != nullptr && child->adopter_ == this) child->adopter_ = nullptr;
+  }
+}
+
+std::string Cell::parameter_name_prefix() const {
+  // Iterative, and bounded by a visited set: a deep chain costs its depth and never the stack.
+  std::vector<const Cell*> path;
+  std::unordered_set<const Cell*> seen;
+  for (const Cell* c = this; c->adopter_ != nullptr && seen.insert(c).second; c = c->adopter_)
+    path.push_back(c);
+  std::string prefix;
+  for (auto it = path.rbegin(); it != path.rend(); ++it) prefix += (*it)->instance_name_ + ".";
+  return prefix;
+}
 
 Cell::ExtraInputsScope::ExtraInputsScope(Cell& cell, std::vector<Tensor> extra)
     : cell_(cell), saved_(std::exchange(cell.extra_inputs_, std::move(extra))) {}
@@ -408,6 +424,7 @@ Tensor& Cell::register_parameter(std::string name, Tensor value, bool requires_g
 
 void Cell::adopt(std::string name, std::unique_ptr<Cell> child) {
   child->instance_name_ = name;
+  child->adopter_ = this;
   children_.emplace_back(std::move(name), std::move(child));
 }
 
@@ -418,9 +435,16 @@ void Cell::adopt_shared(std::string name, std::shared_ptr<Cell> child) {
   MF_CHECK(!child->reaches(this), InvalidArgument, class_name_, ": adopting '", echo(name),
            "' would make a cycle (this cell is one of its descendants)");
   child->instance_name_ = name;
+  child->adopter_ = this;
   for (auto& [existing, held] : children_) {
     if (existing == name) {
-      held = std::move(child);
+      std::shared_ptr<Cell> dropped = std::exchange(held, std::move(child));
+      // The dropped cell may live on (a Python variable holds it): it must not point here once
+      // this cell is gone, unless this cell still holds it under another name.
+      bool still_held = false;
+      for (const auto& [other, kept] : children_) still_held = still_held || kept == dropped;
+      if (dropped != nullptr && dropped->adopter_ == this && !still_held)
+        dropped->adopter_ = nullptr;
       return;
     }
   }

@@ -74,6 +74,11 @@ class Cell {
   const std::string& class_name() const { return class_name_; }
   // The name its parent gave it ("fc1"); "net" for a top-level cell.
   const std::string& instance_name() const { return instance_name_; }
+  // The path of this cell from the top of the cells that adopted it, each by its last adopter,
+  // with a trailing dot ("backbone.fc1."; empty for a cell nobody adopted): what MindSpore puts
+  // before a parameter's name once the cell is assigned to another (`net.fc1.weight.name` is
+  // "fc1.weight").
+  std::string parameter_name_prefix() const;
 
   // Parameters of this cell and its descendants, in registration order: "fc1.weight", "fc1.bias",
   // ...
@@ -185,6 +190,9 @@ class Cell {
 
   std::string class_name_;
   std::string instance_name_ = "net";
+  // The cell that adopted this one last, under instance_name_; cleared when it drops this cell or
+  // is destroyed, so it never dangles.
+  Cell* adopter_ = nullptr;
   std::optional<context::JitLevel> jit_level_;
   bool jit_ = false;
   bool training_ = false;

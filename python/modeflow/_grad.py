@@ -232,5 +232,5 @@ class GradOperation:
 
 def trainable_params(self, recurse=True):
     """The cell's parameters as named Parameters ('fc1.weight'), those with requires_grad."""
-    return [Parameter(value, name, True) for name, value in self._trainable_parameters()]
+    return [p for p in self.get_parameters() if p.requires_grad]
 

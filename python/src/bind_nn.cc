@@ -127,14 +127,17 @@ std::optional<Tensor> own_parameter(const nn::Cell& cell, const std::string& nam
   return std::nullopt;
 }
 
-// The cell's parameters as MindSpore hands them out: Parameters named by their dotted path
-// ('fc1.weight') with their requires_grad, sharing the cell's tensors (set_data writes through).
+// The cell's parameters as MindSpore hands them out: by their dotted path from this cell, as
+// Parameters named by their path from the top of the cells that adopted it ('fc1.weight', also for
+// `net.fc1.weight`), with their requires_grad, sharing the cell's tensors (set_data writes
+// through).
 std::vector<std::pair<std::string, Parameter>> named_parameter_objects(const nn::Cell& cell) {
   std::unordered_set<std::string> trained;
   for (const auto& [name, value] : cell.trainable_params()) trained.insert(name);
+  const std::string prefix = cell.parameter_name_prefix();
   std::vector<std::pair<std::string, Parameter>> out;
   for (const auto& [name, value] : cell.named_parameters()) {
-    out.emplace_back(name, Parameter(value, name, trained.count(name) != 0));
+    out.emplace_back(name, Parameter(value, prefix + name, trained.count(name) != 0));
   }
   return out;
 }
@@ -377,8 +380,6 @@ void bind_cell(py::module_& nn_module) {
       .def_property_readonly("instance_name", &nn::Cell::instance_name)
       .def("parameters_and_names",
            [](const nn::Cell& self) { return py::cast(named_parameter_objects(self)); })
-      .def("_trainable_parameters",
-           [](const nn::Cell& self) { return py::cast(self.trainable_params()); })
       .def(
           "set_train",
           [](py::object self, bool mode) {

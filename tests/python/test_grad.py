@@ -335,6 +335,46 @@ def test_cells_hand_out_named_parameters_as_mindspore_does():
     assert [p.name for p in net.trainable_params()] == ["fc1.weight", "fc1.bias", "fc2.weight"]
 
 
+def test_a_child_cells_parameters_carry_the_path_it_was_assigned_under():
+    class Block(nn.Cell):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Dense(3, 2)
+
+        def construct(self, x):
+            return self.fc1(x)
+
+    block = Block()
+    assert block.fc1.weight.name == "fc1.weight"  # named once assigned, as in MindSpore
+    outer = nn.SequentialCell([block])
+    assert block.fc1.weight.name == "0.fc1.weight"
+    assert [p.name for p in block.trainable_params()] == ["0.fc1.weight", "0.fc1.bias"]
+    # parameters_and_names keys stay the paths from the cell asked.
+    assert [n for n, _ in block.parameters_and_names()] == ["fc1.weight", "fc1.bias"]
+    assert [p.name for p in outer.trainable_params()] == ["0.fc1.weight", "0.fc1.bias"]
+    # A cell replaced by another keeps the name it had; once its adopter is gone it names itself
+    # from its own parameters again.
+    dense = block.fc1
+    block.fc1 = nn.Dense(3, 2)
+    assert dense.weight.name == "weight"
+    del outer
+    assert block.fc1.weight.name == "fc1.weight"
+    # A deep chain of adoptions names by its whole path, without recursion.
+    class Wrap(nn.Cell):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def construct(self, x):
+            return self.inner(x)
+
+    leaf = nn.Dense(2, 2)
+    cell = leaf
+    for _ in range(3000):
+        cell = Wrap(cell)
+    assert leaf.weight.name == "inner." * 3000 + "weight"
+
+
 class Tanh2(nn.Cell):
     def __init__(self):
         super().__init__()

@@ -11,7 +11,7 @@ import functools
 import types
 import warnings
 
-from ._modeflow import PYNATIVE_MODE, Tensor, TracedValueError, get_context
+from ._modeflow import Tensor, TracedValueError
 from ._modeflow.nn import Cell
 
 _LEVELS = ("", "O0", "O1", "O2")
@@ -86,7 +86,7 @@ class _JitFunction:
         try:
             return self._cell(*args)
         except TracedValueError as error:
-            if self._fullgraph or get_context("mode") != PYNATIVE_MODE:
+            if self._fullgraph:
                 raise
             warnings.warn(f"jit: {self._fn.__name__} cannot be traced as one graph ({error}); "
                           "it runs op by op from now on (fullgraph=False). Use fullgraph=True "
@@ -99,8 +99,8 @@ def jit(function=None, *, jit_level=None, fullgraph=False, jit_config=None, **op
     """Compiles ``function`` (or, as ``@jit`` on ``construct``, the cells of a class).
 
     jit_level: "O0", "O1" or "O2" (default: the context's jit_config). fullgraph=True makes Python
-    control flow on a traced tensor an error; with False (MindSpore's default) such a function runs
-    op by op in PYNATIVE mode, with a warning.
+    control flow on a traced tensor (or an optimizer's host update) an error; with False
+    (MindSpore's default) such a function runs op by op, with a warning.
     """
     level = jit_level if jit_level is not None else (jit_config.jit_level if jit_config else "")
     if level not in _LEVELS:

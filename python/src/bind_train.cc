@@ -199,6 +199,16 @@ void bind_train(py::module_& m) {
       .def(
           "__call__",
           [](nn::Optimizer& self, const std::vector<Tensor>& gradients) {
+            for (const Tensor& g : gradients) {
+              if (is_traced(g)) {
+                throw_traced_value_error(
+                    "the optimizer",
+                    "its update, which runs on the host between compiled steps, cannot be part "
+                    "of the trace. For one compiled training step use "
+                    "nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), optimizer); a jit "
+                    "function that calls the optimizer runs op by op (fullgraph=False).");
+              }
+            }
             py::gil_scoped_release release;
             self.step(gradients);
             return true;

@@ -43,6 +43,8 @@ std::string python_line();
 // Raises modeflow.TracedValueError: `what` (bool(), asnumpy(), ...) needs the value of a tensor
 // that only exists while the compiled graph runs.
 [[noreturn]] void throw_traced_value_error(const char* what);
+// The same error with its own advice in place of the one about Python control flow.
+[[noreturn]] void throw_traced_value_error(const char* what, const char* advice);
 // True for a tensor of a trace (no buffer and no task to fill one: a value of a graph).
 bool is_traced(const Tensor& tensor);
 

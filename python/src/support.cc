@@ -178,12 +178,18 @@ bool is_traced(const Tensor& tensor) {
 }
 
 void throw_traced_value_error(const char* what) {
-  const std::string message =
-      python_line() + ": " + what +
-      " needs the value of a tensor that is being traced (GRAPH mode or jit): the value exists "
-      "only when the compiled graph runs, so Python `if`, `while`, bool(), float() and asnumpy() "
-      "cannot see it. Write data-dependent branches with ms.ops.cond(pred, then_fn, else_fn) and "
-      "loops with ms.ops.while_loop(cond_fn, body_fn, init), or run this code in PYNATIVE_MODE.";
+  throw_traced_value_error(
+      what,
+      "Python `if`, `while`, bool(), float() and asnumpy() cannot see it. Write data-dependent "
+      "branches with ms.ops.cond(pred, then_fn, else_fn) and loops with ms.ops.while_loop(cond_fn, "
+      "body_fn, init), or run this code in PYNATIVE_MODE.");
+}
+
+void throw_traced_value_error(const char* what, const char* advice) {
+  const std::string message = python_line() + ": " + what +
+                              " needs the value of a tensor that is being traced (GRAPH mode or "
+                              "jit): the value exists only when the compiled graph runs, so " +
+                              advice;
   PyErr_SetString(traced_value_error, message.c_str());
   throw py::error_already_set();
 }

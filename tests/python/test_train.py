@@ -64,6 +64,62 @@ def test_graph_and_pynative_train_to_the_same_bits(optimizer_name):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_mindspores_functional_step_under_jit_trains_as_trainonestepcell_does(mode):
+    # value_and_grad of a function with an aux output, and the optimizer called on the
+    # gradients: @ms.jit cannot keep the host update in its graph, so it warns and runs op by op,
+    # giving the same weights as TrainOneStepCell's step.
+    def weights_after(functional):
+        ms.set_context(mode=mode, deterministic="ON")
+        net = Net()
+        loss_fn = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")
+        opt = nn.Momentum(net.trainable_params(), learning_rate=0.1, momentum=0.9)
+        if functional:
+            def forward_fn(data, label):
+                logits = net(data)
+                return loss_fn(logits, label), logits
+
+            grad_fn = ms.value_and_grad(forward_fn, None, opt.parameters, has_aux=True)
+
+            @ms.jit
+            def step(data, label):
+                (loss, _), grads = grad_fn(data, label)
+                opt(grads)
+                return loss
+        else:
+            step = nn.TrainOneStepCell(nn.WithLossCell(net, loss_fn), opt)
+        losses = []
+        for s in range(4):
+            x, y = problem(16, s)
+            losses.append(float(step(ms.Tensor(x), ms.Tensor(y)).asnumpy()))
+        ms.reset_context()
+        return losses, {n: p.asnumpy() for n, p in net.parameters_and_names()}
+
+    with pytest.warns(UserWarning, match="the optimizer .*runs op by op"):
+        losses, weights = weights_after(True)
+    want_losses, want = weights_after(False)
+    np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
+    for name in want:
+        np.testing.assert_allclose(weights[name], want[name], rtol=1e-5, atol=1e-6)
+
+
+def test_an_optimizer_inside_a_fullgraph_jit_is_a_traced_value_error():
+    net = Net()
+    opt = nn.SGD(net.trainable_params(), learning_rate=0.1)
+    grad_fn = ms.value_and_grad(lambda x: ms.ops.reduce_sum(net(x)), None, opt.parameters)
+
+    @ms.jit(fullgraph=True)
+    def step(x):
+        loss, grads = grad_fn(x)
+        opt(grads)
+        return loss
+
+    before = net.fc1.weight.asnumpy().copy()
+    with pytest.raises(ms.TracedValueError, match="TrainOneStepCell"):
+        step(ms.Tensor(np.ones((2, 8), np.float32)))
+    np.testing.assert_array_equal(net.fc1.weight.asnumpy(), before)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_the_loss_falls_and_a_custom_loss_works(mode):
     ms.set_context(mode=mode)
 

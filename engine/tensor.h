@@ -21,6 +21,13 @@ namespace mf {
 using ir::DType;
 using ir::Shape;
 
+struct TensorImpl;
+
+// The parameter a cell holds now, for the tensors it held before (TensorImpl::slot).
+struct ParameterSlot {
+  std::weak_ptr<TensorImpl> current;
+};
+
 // What a Tensor shares: its type, its buffer and, while pending, the executor task that fills it.
 struct TensorImpl {
   ir::TensorType type;  // what the user sees: channels-last storage does not change it
@@ -33,6 +40,10 @@ struct TensorImpl {
   // A weight: a cell's parameter or a Parameter. A traced graph binds it at every call, never
   // copies its value in as a constant, since an optimizer or set_data changes it in place.
   bool is_parameter = false;
+  // For a parameter that a cell replaced with another tensor (Cell::set_parameter, `net.w =
+  // Parameter(...)`), shared with its replacements: the tensor now in its place, which a graph that
+  // captured this one binds instead. Null for a parameter never replaced.
+  std::shared_ptr<ParameterSlot> slot;
   // The (N, C, H, W)-ordered copy of a channels-last tensor, made once when first needed.
   std::shared_ptr<TensorImpl> plain;
   std::mutex plain_mutex;

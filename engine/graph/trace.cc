@@ -375,6 +375,23 @@ Tensor tensor_of(runtime::TensorArg arg) {
   return Tensor(impl);
 }
 
+namespace {
+
+// A captured tensor, or, for a parameter its cell has replaced since, the tensor in its place.
+// Bounded: cells sharing a parameter could in principle link replacements in a ring.
+Tensor current_parameter(const Tensor& captured) {
+  constexpr int kMaxReplacements = 1024;
+  std::shared_ptr<TensorImpl> impl = captured.impl();
+  for (int hop = 0; impl != nullptr && impl->slot != nullptr && hop < kMaxReplacements; ++hop) {
+    std::shared_ptr<TensorImpl> next = impl->slot->current.lock();
+    if (next == nullptr || next == impl || !(next->type == impl->type)) break;
+    impl = std::move(next);
+  }
+  return Tensor(impl);
+}
+
+}  // namespace
+
 std::vector<Tensor> bound_tensors(nn::Cell& cell, const std::vector<Binding>& bindings,
                                   const Tensor& x) {
   std::vector<std::pair<std::string, Tensor>> weights;  // fetched once, only if a weight is bound
@@ -388,7 +405,7 @@ std::vector<Tensor> bound_tensors(nn::Cell& cell, const std::vector<Binding>& bi
         t = x;
         break;
       case Binding::Kind::kCaptured:
-        t = binding.captured;
+        t = current_parameter(binding.captured);
         break;
       case Binding::Kind::kExtraInput:
         MF_CHECK(binding.extra_index < cell.extra_inputs().size(), Internal, cell.class_name(),

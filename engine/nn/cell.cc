@@ -403,6 +403,15 @@ void Cell::set_parameter(const std::string& dotted_name, const Tensor& value) {
       MF_CHECK(value.type() == tensor.type(), InvalidArgument, "parameter '", dotted_name, "' of ",
                class_name_, " is ", ir::type_to_string(tensor.type()), "; the new value is ",
                ir::type_to_string(value.type()));
+      if (tensor.defined() && value.defined() && tensor.impl() != value.impl()) {
+        // The old tensor's slot points at the new one, which joins it unless it has one of its own
+        // (a parameter another cell holds too): a graph that captured any tensor this cell held
+        // here binds the current one.
+        const std::shared_ptr<TensorImpl>& old_impl = tensor.impl();
+        if (old_impl->slot == nullptr) old_impl->slot = std::make_shared<ParameterSlot>();
+        old_impl->slot->current = value.impl();
+        if (value.impl()->slot == nullptr) value.impl()->slot = old_impl->slot;
+      }
       tensor = value;
       if (tensor.defined()) tensor.impl()->is_parameter = true;
       return;

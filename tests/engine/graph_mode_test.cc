@@ -254,6 +254,9 @@ TEST_F(GraphModeTest, ACompiledFunctionSeesTheParametersItReadsChange) {
     const std::vector<float> want = dense(x).to_vector<float>();
     EXPECT_GT(want[0], 100.0f) << mode;
     EXPECT_EQ(f(x).to_vector<float>(), want) << mode;
+    // A parameter replaced by another tensor is followed too.
+    dense.set_parameter("bias", Tensor::from_vector<float>({-1, -2}, {2}));
+    EXPECT_EQ(f(x).to_vector<float>(), dense(x).to_vector<float>()) << mode;
   }
 }
 

@@ -179,6 +179,11 @@ def test_a_jit_function_sees_the_parameters_it_reads_change(mode):
     dense.bias.set_data(ms.Tensor(np.array([100.0, 200.0], np.float32)))
     dense.weight.set_data(ms.Tensor(np.full((2, 3), 0.5, np.float32)))
     np.testing.assert_array_equal(f(x).asnumpy(), [[101.5, 201.5]])
+    # A parameter replaced by another (not written in place) is followed too.
+    dense.weight = ms.Parameter(ms.Tensor(np.full((2, 3), 2.0, np.float32)))
+    np.testing.assert_array_equal(f(x).asnumpy(), [[106.0, 206.0]])
+    dense.weight = ms.Parameter(ms.Tensor(np.zeros((2, 3), np.float32)))
+    np.testing.assert_array_equal(f(x).asnumpy(), [[100.0, 200.0]])
     ms.reset_context()
 
 

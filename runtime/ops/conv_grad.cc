@@ -14,9 +14,11 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "runtime/dnnl/engine.h"
@@ -186,38 +188,33 @@ std::shared_ptr<const DnnlConvGrad> dnnl_conv_grad(GradKind kind, const Shape& x
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     auto grad = std::make_shared<DnnlConvGrad>();
+    // The op's inputs a, b and its output: as the user gives them, as the primitive wants them,
+    // and the primitive's argument for each.
+    const auto operands = [&](dnnl::primitive primitive, const auto& pd,
+                              std::array<dnnl::memory::desc, 3> user,
+                              std::array<dnnl::memory::desc, 3> wanted, std::array<int, 3> arg) {
+      grad->primitive = std::move(primitive);
+      std::tie(grad->user_a, grad->user_b, grad->user_out) = std::tuple(user[0], user[1], user[2]);
+      std::tie(grad->a, grad->b, grad->out) = std::tuple(wanted[0], wanted[1], wanted[2]);
+      std::tie(grad->arg_a, grad->arg_b, grad->arg_out) = std::tuple(arg[0], arg[1], arg[2]);
+      grad->scratchpad = pd.scratchpad_desc();
+    };
     if (kind == GradKind::kInput) {
       const dnnl::convolution_backward_data::primitive_desc pd(
           dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src, weights,
                                                 dst, strides, dilates, pad_l, pad_r),
           attr, engine, hint);
-      grad->primitive = dnnl::convolution_backward_data(pd);
-      grad->user_a = user_dst;
-      grad->user_b = user_weights;
-      grad->user_out = user_src;
-      grad->a = pd.diff_dst_desc();
-      grad->b = pd.weights_desc();
-      grad->out = pd.diff_src_desc();
-      grad->scratchpad = pd.scratchpad_desc();
-      grad->arg_a = DNNL_ARG_DIFF_DST;
-      grad->arg_b = DNNL_ARG_WEIGHTS;
-      grad->arg_out = DNNL_ARG_DIFF_SRC;
+      operands(dnnl::convolution_backward_data(pd), pd, {user_dst, user_weights, user_src},
+               {pd.diff_dst_desc(), pd.weights_desc(), pd.diff_src_desc()},
+               {DNNL_ARG_DIFF_DST, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_SRC});
     } else {
       const dnnl::convolution_backward_weights::primitive_desc pd(
           dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src,
                                                    weights, dst, strides, dilates, pad_l, pad_r),
           attr, engine, hint);
-      grad->primitive = dnnl::convolution_backward_weights(pd);
-      grad->user_a = user_src;
-      grad->user_b = user_dst;
-      grad->user_out = user_weights;
-      grad->a = pd.src_desc();
-      grad->b = pd.diff_dst_desc();
-      grad->out = pd.diff_weights_desc();
-      grad->scratchpad = pd.scratchpad_desc();
-      grad->arg_a = DNNL_ARG_SRC;
-      grad->arg_b = DNNL_ARG_DIFF_DST;
-      grad->arg_out = DNNL_ARG_DIFF_WEIGHTS;
+      operands(dnnl::convolution_backward_weights(pd), pd, {user_src, user_dst, user_weights},
+               {pd.src_desc(), pd.diff_dst_desc(), pd.diff_weights_desc()},
+               {DNNL_ARG_SRC, DNNL_ARG_DIFF_DST, DNNL_ARG_DIFF_WEIGHTS});
     }
     grad->a_in = dnnl_rt::make_reorder(grad->user_a, grad->a);
     grad->b_in = dnnl_rt::make_reorder(grad->user_b, grad->b);

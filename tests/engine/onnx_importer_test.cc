@@ -15,6 +15,7 @@
 
 #include "context/context.h"
 #include "engine/eager/ir_runner.h"
+#include "engine/io/model_file.h"
 #include "engine/io/onnx/importer.h"
 #include "engine/io/onnx/writer.h"
 #include "engine/ops.h"
@@ -516,6 +517,12 @@ TEST_F(OnnxImporterTest, ExternalDataIsReadFromTheModelsFolderOnly) {
   onnx::ImportedModel imported = onnx::import_onnx_model(dir / "model" / "m.onnx");
   ASSERT_EQ(imported.weights.size(), 1u);
   EXPECT_EQ(imported.weights.begin()->second.to_vector<float>(), w);
+  // The same file as `mf run` and ms.onnx.load_cell open it: reading its inputs first (which
+  // needs no external data) and running it.
+  engine::ModelFile file = engine::ModelFile::load(dir / "model" / "m.onnx");
+  const auto outputs = file.run({{"x", Tensor::from_vector<float>({1, 1, 2, 2}, {4})}}, 0);
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_EQ(outputs[0].second.to_vector<float>(), (std::vector<float>{1.5f, -2.0f, 0.5f, 8.0f}));
 
   for (const std::string& location :
        {std::string("../outside.bin"), (dir / "outside.bin").string(), std::string("link.bin"),

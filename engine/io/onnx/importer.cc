@@ -37,7 +37,7 @@ ImportedModel Importer::run() {
   read_opset();
   graph_ = std::make_unique<ir::Graph>(
       graph_proto_.name().empty() ? std::string("onnx") : sanitize_name(graph_proto_.name()));
-  collect_initializers();
+  collect_initializers(/*read_external_data=*/true);
   for (const NodeProto& node : graph_proto_.node()) {
     for (const std::string& name : node.input()) used_.insert(name);
   }
@@ -101,12 +101,12 @@ void Importer::read_opset() {
            ", or convert it with onnx.version_converter.convert_version(model, ", kMaxOpset, ")");
 }
 
-void Importer::collect_initializers() {
+void Importer::collect_initializers(bool read_external_data) {
   for (const TensorProto& t : graph_proto_.initializer()) {
     MF_CHECK(!t.name().empty(), InvalidArgument, source_,
              ": an initializer has no name; the file is damaged");
     const TensorProto* stored = &t;
-    if (t.data_location() == TensorProto::EXTERNAL) {
+    if (t.data_location() == TensorProto::EXTERNAL && read_external_data) {
       external_copies_.push_back(with_external_data(t));
       stored = &external_copies_.back();
     }
@@ -218,7 +218,9 @@ ir::InputSignature Importer::declare_input(const ValueInfoProto& in) const {
 }
 
 std::vector<ir::InputSignature> Importer::read_signature(std::vector<std::string>* parameters) {
-  collect_initializers();
+  // The inputs are the graph inputs that are no initializer: their names suffice, so external
+  // data (gigabytes for the largest models) is not read here.
+  collect_initializers(/*read_external_data=*/false);
   std::vector<ir::InputSignature> inputs;
   for (const ValueInfoProto& in : graph_proto_.input()) {
     if (initializers_.count(in.name())) continue;

@@ -63,7 +63,9 @@ class Importer {
   static void add_einsum_converters(ConverterTable& table);       // convert_einsum.cc
 
   void read_opset();
-  void collect_initializers();
+  // Indexes the initializers by name; with `read_external_data`, those kept in files beside the
+  // model are read in (with_external_data), otherwise only their names and types are needed.
+  void collect_initializers(bool read_external_data);
   TensorProto with_external_data(const TensorProto& t) const;
   void add_graph_inputs();
   // A graph input's declaration: dtype and dimensions, dynamic ones as symbols.

@@ -98,27 +98,6 @@ std::vector<TensorType> infer_conv2d_grad_weight(std::span<const TensorType> in,
   return {{in[0].dtype, w}};
 }
 
-// The direct kernels (window_backward.h), any float type, any thread count.
-void conv2d_grad_input_direct(const ir::KernelContext& ctx, const WindowGeometry& g,
-                              int64_t groups) {
-  const Shape& w = ctx.inputs[1].type.shape;
-  visit_float(ctx.outputs[0].type.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    conv2d_backward_data<T>(g, w[0], groups, ctx.inputs[0].as<T>(), ctx.inputs[1].as<T>(),
-                            ctx.outputs[0].as<T>());
-  });
-}
-
-void conv2d_grad_weight_direct(const ir::KernelContext& ctx, const WindowGeometry& g,
-                               int64_t groups) {
-  const Shape& w = ctx.outputs[0].type.shape;
-  visit_float(ctx.outputs[0].type.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    conv2d_backward_weights<T>(g, w[0], groups, ctx.inputs[0].as<T>(), ctx.inputs[1].as<T>(),
-                               ctx.outputs[0].as<T>());
-  });
-}
-
 enum class GradKind { kInput, kWeight };
 
 // Whether oneDNN's blocked backward primitive runs this gradient. Both want float32, no empty
@@ -251,26 +230,28 @@ void run_onednn(GradKind kind, const ir::KernelContext& ctx, const Shape& xs, co
   stream.wait();
 }
 
-void conv2d_grad_input_kernel(const ir::KernelContext& ctx) {
-  const Shape& x = ctx.outputs[0].type.shape;
-  const Shape& w = ctx.inputs[1].type.shape;
+// Both gradient ops: the forward's x and weight shapes (one of them the op's output), then
+// oneDNN where runs_onednn says so, else the direct kernels (window_backward.h), any float type,
+// the same bits for any thread count.
+template <GradKind K>
+void conv_grad_kernel(const ir::KernelContext& ctx) {
+  constexpr bool kInput = K == GradKind::kInput;
+  const Shape& x = kInput ? ctx.outputs[0].type.shape : ctx.inputs[0].type.shape;
+  const Shape& w = kInput ? ctx.inputs[1].type.shape : ctx.outputs[0].type.shape;
   const Window win = make_window(ctx.op_name, x, w[2], w[3], ctx.attrs, true);
   const int64_t groups = ir::attr_int(ctx.attrs, "groups", ctx.op_name);
-  if (runs_onednn(GradKind::kInput, ctx, x, w, win, groups)) {
-    return run_onednn(GradKind::kInput, ctx, x, w, win, groups);
-  }
-  conv2d_grad_input_direct(ctx, window_geometry(x, win), groups);
-}
-
-void conv2d_grad_weight_kernel(const ir::KernelContext& ctx) {
-  const Shape& x = ctx.inputs[0].type.shape;
-  const Shape& w = ctx.outputs[0].type.shape;
-  const Window win = make_window(ctx.op_name, x, w[2], w[3], ctx.attrs, true);
-  const int64_t groups = ir::attr_int(ctx.attrs, "groups", ctx.op_name);
-  if (runs_onednn(GradKind::kWeight, ctx, x, w, win, groups)) {
-    return run_onednn(GradKind::kWeight, ctx, x, w, win, groups);
-  }
-  conv2d_grad_weight_direct(ctx, window_geometry(x, win), groups);
+  if (runs_onednn(K, ctx, x, w, win, groups)) return run_onednn(K, ctx, x, w, win, groups);
+  const WindowGeometry g = window_geometry(x, win);
+  visit_float(ctx.outputs[0].type.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = ctx.inputs[0].as<T>();
+    const T* b = ctx.inputs[1].as<T>();
+    if constexpr (kInput) {
+      conv2d_backward_data<T>(g, w[0], groups, a, b, ctx.outputs[0].as<T>());
+    } else {
+      conv2d_backward_weights<T>(g, w[0], groups, a, b, ctx.outputs[0].as<T>());
+    }
+  });
 }
 
 // The references: every product of the forward's loop, added where it came from.
@@ -403,7 +384,7 @@ const ir::OpRegistration kConv2dGradInput =
     conv_grad_op("conv2d_grad_input")
         .attr("input_size", ir::AttrKind::kInts, std::nullopt, "the forward's x [H, W]")
         .infer(infer_conv2d_grad_input)
-        .kernel(conv2d_grad_input_kernel)
+        .kernel(conv_grad_kernel<GradKind::kInput>)
         .reference(conv2d_grad_input_reference)
         .samples(conv_grad_input_samples())
         .doc(
@@ -415,7 +396,7 @@ const ir::OpRegistration kConv2dGradWeight =
     conv_grad_op("conv2d_grad_weight")
         .attr("kernel_size", ir::AttrKind::kInts, std::nullopt, "the weight's [kh, kw]")
         .infer(infer_conv2d_grad_weight)
-        .kernel(conv2d_grad_weight_kernel)
+        .kernel(conv_grad_kernel<GradKind::kWeight>)
         .reference(conv2d_grad_weight_reference)
         .samples(conv_grad_weight_samples())
         .doc(

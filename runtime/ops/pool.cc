@@ -403,7 +403,7 @@ RefTensor max_pool2d_select_reference(const RefTensor& x, const RefTensor& g, co
 std::vector<std::pair<Shape, ir::Attrs>> pool_grad_cases(bool average) {
   std::vector<std::pair<Shape, ir::Attrs>> cases = {
       {{2, 3, 8, 8}, pool_attrs({2, 2}, {}, {0, 0})},
-      {{2, 3, 7, 9}, pool_attrs({2, 2}, {2, 2}, {0, 0})},  // a row and a column in no window
+      {{2, 3, 7, 9}, pool_attrs({2, 2}, {2, 2}, {0, 0})},   // a row and a column in no window
       {{1, 2, 6, 37}, pool_attrs({2, 2}, {2, 2}, {0, 0})},  // rows of 18 windows: vectors, a tail
       {{1, 2, 7, 9}, pool_attrs({3, 3}, {2, 2}, {1, 1})},
       {{1, 1, 5, 6}, pool_attrs({2, 3}, {1, 2}, {1, 0, 0, 2})},

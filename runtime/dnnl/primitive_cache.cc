@@ -1,5 +1,7 @@
 #include "runtime/dnnl/primitive_cache.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 
 namespace mf::runtime::dnnl_rt {
@@ -25,39 +27,43 @@ PrimitiveCache::PrimitiveCache(size_t capacity) : capacity_(std::max<size_t>(1, 
 
 std::shared_ptr<const void> PrimitiveCache::get_erased(
     const PrimitiveKey& key, const std::function<std::shared_ptr<const void>()>& create,
-    size_t cost) {
+    size_t cost, uint64_t version) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = index_.find(key);
-    if (it != index_.end()) {
+    if (it != index_.end() && it->second->version == version) {
       lru_.splice(lru_.begin(), lru_, it->second);
       ++stats_.hits;
       return it->second->value;
     }
+    if (it != index_.end()) erase_locked(it->second);  // made from an older version of the bytes
     ++stats_.creations;
   }
   std::shared_ptr<const void> created = create();
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = index_.find(key);
-  if (it != index_.end()) {
+  if (it != index_.end() && it->second->version == version) {
     // Another thread stored the same key meanwhile: keep one.
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->value;
   }
-  lru_.push_front(Entry{key, created, cost});
+  if (it != index_.end()) erase_locked(it->second);
+  lru_.push_front(Entry{key, created, cost, version});
   index_.emplace(key, lru_.begin());
   used_ += cost;
   evict_locked();
   return created;
 }
 
+void PrimitiveCache::erase_locked(std::list<Entry>::iterator entry) {
+  used_ -= entry->cost;
+  index_.erase(entry->key);
+  lru_.erase(entry);
+  ++stats_.evictions;
+}
+
 void PrimitiveCache::evict_locked() {
-  while (lru_.size() > 1 && used_ > capacity_) {
-    used_ -= lru_.back().cost;
-    index_.erase(lru_.back().key);
-    lru_.pop_back();
-    ++stats_.evictions;
-  }
+  while (lru_.size() > 1 && used_ > capacity_) erase_locked(std::prev(lru_.end()));
 }
 
 PrimitiveCacheStats PrimitiveCache::stats() const {
@@ -89,7 +95,15 @@ PrimitiveCache& primitive_cache() {
 }
 
 PrimitiveCache& reordered_weights_cache() {
-  static PrimitiveCache* cache = new PrimitiveCache(size_t(256) << 20);
+  // An eighth of the machine's memory, within 256 MiB and 4 GiB. Least-recent-use eviction gains
+  // nothing when a network's weights exceed the capacity: a run visits them in the same order each
+  // time, so every lookup would miss (vit_b_32's 337 MB against 256 MiB reordered all of them at
+  // every run).
+  static PrimitiveCache* cache = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    const size_t physical = pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
+    return new PrimitiveCache(std::clamp(physical / 8, size_t(256) << 20, size_t(4) << 30));
+  }();
   return *cache;
 }
 

@@ -68,7 +68,18 @@ class PrimitiveCache {
   template <typename T, typename Create>
   std::shared_ptr<const T> get(const PrimitiveKey& key, Create&& create, size_t cost = 1) {
     return std::static_pointer_cast<const T>(get_erased(
-        key, [&]() -> std::shared_ptr<const void> { return create(); }, cost));
+        key, [&]() -> std::shared_ptr<const void> { return create(); }, cost, 0));
+  }
+
+  // As get(), for an entry made from bytes that are rewritten in place (weights reordered from a
+  // tensor with a content identity): `key` names the bytes and what is made of them, `version` is
+  // the bytes' current version. An entry of another version is replaced, not kept beside the new
+  // one, so a weight updated at every training step holds one entry instead of one per step.
+  template <typename T, typename Create>
+  std::shared_ptr<const T> get_version(const PrimitiveKey& key, uint64_t version, Create&& create,
+                                       size_t cost = 1) {
+    return std::static_pointer_cast<const T>(get_erased(
+        key, [&]() -> std::shared_ptr<const void> { return create(); }, cost, version));
   }
 
   PrimitiveCacheStats stats() const;
@@ -83,11 +94,13 @@ class PrimitiveCache {
     PrimitiveKey key;
     std::shared_ptr<const void> value;
     size_t cost;
+    uint64_t version;
   };
 
   std::shared_ptr<const void> get_erased(const PrimitiveKey& key,
                                          const std::function<std::shared_ptr<const void>()>& create,
-                                         size_t cost);
+                                         size_t cost, uint64_t version);
+  void erase_locked(std::list<Entry>::iterator entry);
   void evict_locked();
 
   mutable std::mutex mutex_;
@@ -102,11 +115,12 @@ class PrimitiveCache {
 PrimitiveCache& primitive_cache();
 
 // Weights a kernel reordered into its primitive's layout, kept under the weights' content identity
-// (ir::TensorView::content_id, content_version) and the primitive they were made for, so a weight
-// tensor bound again unchanged (a parameter at every GRAPH run without infer_boost, an eager
-// convolution's weights) is not reordered again. Counted in bytes: capacity 256 MiB (a network's
-// weights fit; entries of tensors since dropped, e.g. weights replaced every training step, leave
-// only by least recent use, so the bound is also what they can cost).
+// (ir::TensorView::content_id, through get_version) and the primitive they were made for, so a
+// weight tensor bound again unchanged (a parameter at every GRAPH run without infer_boost, an eager
+// product's or convolution's weights) is not reordered again. A weight rewritten in place (a
+// training step) replaces its entry. Counted in bytes: capacity an eighth of the machine's memory,
+// within 256 MiB and 4 GiB (a network's weights fit; entries of tensors since dropped leave only
+// by least recent use, so the bound is also what they can cost).
 PrimitiveCache& reordered_weights_cache();
 
 }  // namespace mf::runtime::dnnl_rt

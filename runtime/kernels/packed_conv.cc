@@ -204,26 +204,37 @@ void run_part(const float* x, const WindowGeometry& g, const PackedConvWeights& 
               int64_t panel_begin, int64_t panel_end, int64_t row_begin, int64_t row_end, float* y,
               const float* bias, const DirectActivation& activation) {
   static const std::vector<float> zeros(kDepthBlock, 0.0f);
-  const int64_t depth = w.depth, taps = g.kh * g.kw;
-  const int64_t runs_per_tap = (g.channels + kDepthBlock - 1) / kDepthBlock;
-  const int64_t blocks = taps * runs_per_tap;
+  const int64_t depth = w.depth;
+  // A run is a stretch of k that is contiguous in x: one tap's channels, or, where no tap of a
+  // window row falls in the horizontal padding, the whole row of taps (kw pixels side by side).
+  // Few channels make short runs, and each block of k loads and stores y's tile: a ViT's patch
+  // embedding (3 channels, 32x32 taps) ran blocks of 3 at 13 GFLOP/s.
+  const bool whole_rows =
+      g.dw == 1 && g.left == 0 && (g.ow - 1) * g.sw + (g.kw - 1) < g.w && g.kw > 1;
+  const int64_t run = whole_rows ? g.kw * g.channels : g.channels;
+  const int64_t runs = whole_rows ? g.kh : g.kh * g.kw;
+  const int64_t blocks_per_run = (run + kDepthBlock - 1) / kDepthBlock;
+  const int64_t blocks = runs * blocks_per_run;
   const int64_t count = row_end - row_begin;
   const int64_t tiles = (count + kMaxTileRows - 1) / kMaxTileRows;
   const int64_t base = count / tiles, extra = count % tiles;
   const float* weights = w.data.get();
   // Block `block`'s first k and size.
+  // Block `block`'s first k and size (k is (tap, channel) in order, so a run's k are consecutive).
   auto block_at = [&](int64_t block, int64_t* k0) {
-    const int64_t tap = block / runs_per_tap, channel = (block % runs_per_tap) * kDepthBlock;
-    *k0 = tap * g.channels + channel;
-    return std::min(kDepthBlock, g.channels - channel);
+    const int64_t offset = (block % blocks_per_run) * kDepthBlock;
+    *k0 = (block / blocks_per_run) * run + offset;
+    return std::min(kDepthBlock, run - offset);
   };
   std::vector<const float*> sources(static_cast<size_t>(count));
   for (int64_t block = 0; block < blocks; ++block) {
     int64_t k0 = 0;
     const int64_t kc = block_at(block, &k0);
-    const int64_t tap = block / runs_per_tap, channel = k0 - tap * g.channels;
+    // The run's first tap; an offset past its channels reads the next pixels of the row.
+    const int64_t first_tap = (block / blocks_per_run) * (whole_rows ? g.kw : 1);
+    const int64_t offset = (block % blocks_per_run) * kDepthBlock;
     for (int64_t i = 0; i < count; ++i) {
-      sources[i] = row_source(x, g, row_begin + i, tap, channel, zeros.data());
+      sources[i] = row_source(x, g, row_begin + i, first_tap, offset, zeros.data());
     }
     for (int64_t p = panel_begin; p < panel_end; ++p) {
       const float* panel = weights + p * depth * kPanel;

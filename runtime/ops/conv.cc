@@ -528,10 +528,9 @@ dnnl::memory reordered_weights(const DnnlConv& conv, const std::shared_ptr<const
                                const ir::TensorView& user) {
   dnnl_rt::PrimitiveKey key("conv2d weights");
   key.add(static_cast<int64_t>(user.content_id))
-      .add(static_cast<int64_t>(user.content_version))
       .add(static_cast<int64_t>(reinterpret_cast<intptr_t>(&conv)));
-  const auto cached = dnnl_rt::reordered_weights_cache().get<ReorderedWeights>(
-      key,
+  const auto cached = dnnl_rt::reordered_weights_cache().get_version<ReorderedWeights>(
+      key, user.content_version,
       [&] {
         auto entry = std::make_shared<ReorderedWeights>();
         entry->conv = owner;
@@ -670,11 +669,10 @@ std::shared_ptr<const PackedConvWeights> cached_packed_weights(const ir::TensorV
                                                                const WindowGeometry& g,
                                                                int64_t out_channels) {
   dnnl_rt::PrimitiveKey key("conv2d packed weights");
-  key.add(static_cast<int64_t>(user.content_id))
-      .add(static_cast<int64_t>(user.content_version))
-      .add({out_channels, g.channels, g.kh, g.kw});
-  return dnnl_rt::reordered_weights_cache().get<PackedConvWeights>(
-      key, [&] { return pack_conv_weights(user.as<float>(), g, out_channels); },
+  key.add(static_cast<int64_t>(user.content_id)).add({out_channels, g.channels, g.kh, g.kw});
+  return dnnl_rt::reordered_weights_cache().get_version<PackedConvWeights>(
+      key, user.content_version,
+      [&] { return pack_conv_weights(user.as<float>(), g, out_channels); },
       static_cast<size_t>(ir::num_elements(user.type.shape)) * sizeof(float));
 }
 
@@ -1058,6 +1056,13 @@ const ir::OpRegistration kConv2d =
             sample({f32({1, 5, 5, 300}), f32({180, 300, 1, 1}), f32({180})},
                    activation_attrs(channels_last_attrs(conv_attrs({1, 1}, {0, 0}, {1, 1}, 1)),
                                     "clip", -0.25, 0.5)),
+            // Windows whose rows of taps lie inside x run a whole row as one stretch of k: a
+            // patch embedding (stride = window, 3 channels), and rows of 320 values (split
+            // across pixels into two blocks) under vertical padding, two images.
+            sample({f32({1, 64, 64, 3}), f32({192, 3, 16, 16}), f32({192})},
+                   channels_last_attrs(conv_attrs({16, 16}, {0, 0}, {1, 1}, 1))),
+            sample({f32({2, 20, 17, 32}), f32({128, 20, 3, 16})},
+                   conv_attrs({2, 16}, {1, 1, 0, 0}, {1, 1}, 1)),
             // Heavy enough (FLOPs per activation byte) to run on oneDNN's blocked layout where
             // its channels-last kernel is not brgconv: NCHW with bias, channels-last strided.
             sample({f32({1, 96, 19, 17}), f32({128, 96, 3, 3}), f32({128})},

@@ -72,6 +72,79 @@ TEST(PrimitiveCache, CostsCountAgainstTheCapacity) {
   EXPECT_EQ(cache.stats().used, 500u);
 }
 
+// An entry made from bytes rewritten in place is replaced by its next version, never kept beside
+// it: a weight updated at every step holds one entry.
+TEST(PrimitiveCache, ANewVersionReplacesTheOldEntry) {
+  PrimitiveCache cache(1000);
+  int made = 0;
+  auto make = [&] { return std::make_shared<const int>(++made); };
+  const PrimitiveKey w = PrimitiveKey("w").add(1);
+  EXPECT_EQ(*cache.get_version<int>(w, 0, make, 10), 1);
+  EXPECT_EQ(*cache.get_version<int>(w, 0, make, 10), 1);  // a hit
+  for (uint64_t version = 1; version <= 50; ++version) {
+    EXPECT_EQ(*cache.get_version<int>(w, version, make, 10), static_cast<int>(version) + 1);
+  }
+  EXPECT_EQ(cache.stats().size, 1u);
+  EXPECT_EQ(cache.stats().used, 10u);
+  EXPECT_EQ(cache.stats().hits, 1);
+  EXPECT_EQ(*cache.get_version<int>(PrimitiveKey("w").add(2), 50, make, 10), 52);  // other bytes
+  EXPECT_EQ(cache.stats().size, 2u);
+}
+
+// A product's one-matrix b with a content identity runs in the primitive's own layout for it,
+// reordered once and kept until its bytes change, with the bits of the plain path (matmul and
+// matmul_bias, b stored as is and transposed, a batched a).
+TEST(DnnlKernels, AProductsWeightsAreReorderedOnceUnderTheirContentIdentity) {
+  const ir::DType f = ir::DType::kFloat32;
+  struct Case {
+    std::string op;
+    std::vector<ir::TensorType> types;
+    ir::Attrs attrs;
+  };
+  const std::vector<Case> cases = {
+      {"matmul", {{f, {50, 96}}, {f, {96, 200}}}, {}},
+      {"batch_matmul", {{f, {2, 7, 96}}, {f, {200, 96}}}, {{"transpose_b", true}}},
+      {"matmul_bias", {{f, {33, 64}}, {f, {64, 48}}, {f, {48}}}, {}},
+  };
+  auto& cache = reordered_weights_cache();
+  uint64_t id = (uint64_t(1) << 61) + 3;  // far from any real buffer's
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op);
+    std::vector<HostTensor> in = random_inputs(c.types, 5);
+    const HostTensor plain = run(c.op, in, c.attrs, 1, false);
+    auto run_with = [&](uint64_t version) {
+      const ir::OpDef& op = ir::get_op(c.op);
+      ir::Attrs filled = c.attrs;
+      const std::vector<ir::TensorType> out_types = op.infer_types(c.types, filled);
+      HostTensor out(out_types[0]);
+      std::vector<ir::TensorView> views;
+      for (HostTensor& t : in) views.push_back(t.view());
+      views[1].content_id = id;
+      views[1].content_version = version;
+      std::vector<ir::TensorView> outs = {out.view()};
+      ScopedIntraOpThreads scope(1);
+      op.kernel(ir::KernelContext{views, outs, filled, op.name, false});
+      return out;
+    };
+    const int64_t made = cache.stats().creations;
+    EXPECT_TRUE(run_with(0).same_bytes(plain));
+    const int64_t made_once = cache.stats().creations;
+    EXPECT_LE(made_once, made + 1);
+    const int64_t hits = cache.stats().hits;
+    EXPECT_TRUE(run_with(0).same_bytes(plain));
+    EXPECT_EQ(cache.stats().creations, made_once) << "reordered again";
+    if (made_once == made + 1) EXPECT_EQ(cache.stats().hits, hits + 1);
+    // The caller wrote b: the kept reorder is not used, and replaced.
+    static_cast<float*>(in[1].data())[0] += 1.0f;
+    const HostTensor changed = run(c.op, in, c.attrs, 1, false);
+    EXPECT_FALSE(changed.same_bytes(plain));
+    const size_t entries = cache.stats().size;
+    EXPECT_TRUE(run_with(1).same_bytes(changed));
+    EXPECT_EQ(cache.stats().size, entries);
+    ++id;
+  }
+}
+
 // Weights whose bytes are known unchanged (TensorView::content_id) are reordered into the
 // primitive's layout once and kept: a second call with the same identity reorders nothing and
 // gives the same bits; a new version (the caller wrote the weights) or another buffer reorders

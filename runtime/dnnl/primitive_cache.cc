@@ -55,6 +55,15 @@ std::shared_ptr<const void> PrimitiveCache::get_erased(
   return created;
 }
 
+std::shared_ptr<const void> PrimitiveCache::find_erased(const PrimitiveKey& key, uint64_t version) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = index_.find(key);
+  if (it == index_.end() || it->second->version != version) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  ++stats_.hits;
+  return it->second->value;
+}
+
 void PrimitiveCache::erase_locked(std::list<Entry>::iterator entry) {
   used_ -= entry->cost;
   index_.erase(entry->key);

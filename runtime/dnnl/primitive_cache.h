@@ -82,6 +82,12 @@ class PrimitiveCache {
         key, [&]() -> std::shared_ptr<const void> { return create(); }, cost, version));
   }
 
+  // The entry for `key` made from `version` of its bytes, or null (nothing is created).
+  template <typename T>
+  std::shared_ptr<const T> find_version(const PrimitiveKey& key, uint64_t version) {
+    return std::static_pointer_cast<const T>(find_erased(key, version));
+  }
+
   PrimitiveCacheStats stats() const;
   void set_capacity(size_t capacity);  // evicts the least recently used beyond it
   void clear();                        // drops entries; counters stay
@@ -100,6 +106,7 @@ class PrimitiveCache {
   std::shared_ptr<const void> get_erased(const PrimitiveKey& key,
                                          const std::function<std::shared_ptr<const void>()>& create,
                                          size_t cost, uint64_t version);
+  std::shared_ptr<const void> find_erased(const PrimitiveKey& key, uint64_t version);
   void erase_locked(std::list<Entry>::iterator entry);
   void evict_locked();
 

@@ -263,13 +263,29 @@ struct ReorderedB {
   std::shared_ptr<const DnnlMatmul> mm;
 };
 
-// b with a content identity in `mm`'s layout, reordered at its first use and kept in
-// reordered_weights_cache() until its bytes change.
+// b with a content identity in `mm`'s layout, kept in reordered_weights_cache() until its bytes
+// change; an empty memory (run it plain) the first time these bytes meet this primitive. Only bytes
+// used again are reordered: op by op every tensor has an identity, and an activation multiplied
+// once (a gradient's dc) would cost a reorder and a kept copy for nothing (the transformer's
+// PYNATIVE training step held 336 MiB of them). A weight bound again is reordered at its second
+// run; one rewritten at every step (training) meets each primitive once and stays plain.
 dnnl::memory reordered_b(const std::shared_ptr<const DnnlMatmul>& mm, const ir::TensorView& b) {
   dnnl_rt::PrimitiveKey key("matmul weights");
   key.add(static_cast<int64_t>(b.content_id))
       .add(static_cast<int64_t>(reinterpret_cast<intptr_t>(mm.get())));
-  return dnnl_rt::reordered_weights_cache()
+  dnnl_rt::PrimitiveCache& kept = dnnl_rt::reordered_weights_cache();
+  if (const auto entry = kept.find_version<ReorderedB>(key, b.content_version)) {
+    return entry->memory;
+  }
+  // The bytes seen once, by identity: a bounded count of small entries.
+  static dnnl_rt::PrimitiveCache* const seen = new dnnl_rt::PrimitiveCache(4096);
+  bool first = false;
+  seen->get_version<char>(key, b.content_version, [&] {
+    first = true;
+    return std::make_shared<const char>(0);
+  });
+  if (first) return {};
+  return kept
       .get_version<ReorderedB>(
           key, b.content_version,
           [&] {
@@ -379,7 +395,7 @@ bool matmul_dnnl(const ir::KernelContext& ctx, const GemmShape& s, const Shape& 
       run_matmul(*prepared->mm, a, b, c, bias, &prepared->b);
       return true;
     }
-    // Weights known unchanged run in the primitive's layout for them, reordered once.
+    // Weights known unchanged and used again run in the primitive's layout for them, kept.
     const WholeShapes w = whole_shapes(ta.shape, tb.shape, tc.shape, s.transpose_a);
     std::shared_ptr<const DnnlMatmul> mm;
     if (ctx.inputs[1].content_id != 0 && b_is_one_matrix(tb.shape)) {
@@ -387,8 +403,11 @@ bool matmul_dnnl(const ir::KernelContext& ctx, const GemmShape& s, const Shape& 
                              true);
       if (mm != nullptr && mm->b_in) {
         const dnnl::memory reordered = reordered_b(mm, ctx.inputs[1]);
-        run_matmul(*mm, a, b, c, bias, &reordered);
-        return true;
+        if (reordered) {
+          run_matmul(*mm, a, b, c, bias, &reordered);
+          return true;
+        }
+        mm = nullptr;
       }
     }
     if (mm == nullptr) {

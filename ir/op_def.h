@@ -79,6 +79,10 @@ struct TensorView {
   // caller owns); nothing is kept.
   uint64_t content_id = 0;
   uint64_t content_version = 0;
+  // The bytes are a parameter the caller binds again (a compiled graph's parameter, a Parameter
+  // op by op): worth deriving from at their first use. Other bytes with an identity (any eager
+  // tensor) may be met only once.
+  bool parameter = false;
   template <typename T>
   T* as() const {
     return static_cast<T*>(data);

@@ -265,7 +265,8 @@ class PlanRun {
     in.reserve(step.inputs.size());
     out.reserve(step.outputs.size());
     for (int id : step.inputs) {
-      in.push_back({data_[id], plan_.slots[id].type, content_[id].first, content_[id].second});
+      in.push_back({data_[id], plan_.slots[id].type, content_[id].first, content_[id].second,
+                    content_[id].first != 0});
     }
     for (int id : step.outputs) out.push_back({data_[id], plan_.slots[id].type});
     const ir::KernelContext ctx{in,

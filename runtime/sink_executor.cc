@@ -128,6 +128,7 @@ class SinkExecutor final : public GraphExecutor {
       view.data = data;
       view.content_id = content.first;
       view.content_version = content.second;
+      view.parameter = content.first != 0;
     }
   }
 

@@ -179,7 +179,7 @@ void submit_kernel(const ir::OpDef& def, ir::Attrs attrs, std::vector<KernelOper
       // An eager tensor's bytes are written once, by the task that made it (or through
       // mutable_raw_data, which moves the version): a kernel may keep what it derives from them.
       const auto [id, version] = i.impl->buffer->content_identity();
-      in.push_back({i.impl->buffer->data(), i.kernel_type, id, version});
+      in.push_back({i.impl->buffer->data(), i.kernel_type, id, version, i.impl->is_parameter});
     }
     for (const auto& o : outputs) out.push_back({o.impl->buffer->data(), o.kernel_type});
     ir::KernelContext context{in, out, attrs, def.name, deterministic};

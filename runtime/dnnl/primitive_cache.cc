@@ -75,6 +75,11 @@ void PrimitiveCache::evict_locked() {
   while (lru_.size() > 1 && used_ > capacity_) erase_locked(std::prev(lru_.end()));
 }
 
+bool PrimitiveCache::contains(const PrimitiveKey& key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return index_.count(key) > 0;
+}
+
 PrimitiveCacheStats PrimitiveCache::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   PrimitiveCacheStats s = stats_;

@@ -88,6 +88,9 @@ class PrimitiveCache {
     return std::static_pointer_cast<const T>(find_erased(key, version));
   }
 
+  // Whether an entry for `key` is held, of any version.
+  bool contains(const PrimitiveKey& key) const;
+
   PrimitiveCacheStats stats() const;
   void set_capacity(size_t capacity);  // evicts the least recently used beyond it
   void clear();                        // drops entries; counters stay

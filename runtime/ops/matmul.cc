@@ -264,11 +264,13 @@ struct ReorderedB {
 };
 
 // b with a content identity in `mm`'s layout, kept in reordered_weights_cache() until its bytes
-// change; an empty memory (run it plain) the first time these bytes meet this primitive. Only bytes
-// used again are reordered: op by op every tensor has an identity, and an activation multiplied
+// change; an empty memory where it is not worth it (b then runs plain). Worth it for bytes met
+// again by this primitive, and for a parameter (TensorView::parameter) met for the first time. Not
+// for other bytes met once: op by op every tensor has an identity, and an activation multiplied
 // once (a gradient's dc) would cost a reorder and a kept copy for nothing (the transformer's
-// PYNATIVE training step held 336 MiB of them). A weight bound again is reordered at its second
-// run; one rewritten at every step (training) meets each primitive once and stays plain.
+// PYNATIVE training step held 336 MiB of them). Nor for a new version of bytes met before: a weight
+// rewritten at every training step would be reordered at every step (the mlp's GRAPH step went
+// from 0.35x to 0.61x of PyTorch's time).
 dnnl::memory reordered_b(const std::shared_ptr<const DnnlMatmul>& mm, const ir::TensorView& b) {
   dnnl_rt::PrimitiveKey key("matmul weights");
   key.add(static_cast<int64_t>(b.content_id))
@@ -279,12 +281,13 @@ dnnl::memory reordered_b(const std::shared_ptr<const DnnlMatmul>& mm, const ir::
   }
   // The bytes seen once, by identity: a bounded count of small entries.
   static dnnl_rt::PrimitiveCache* const seen = new dnnl_rt::PrimitiveCache(4096);
+  const bool met_before = seen->contains(key);
   bool first = false;
   seen->get_version<char>(key, b.content_version, [&] {
     first = true;
     return std::make_shared<const char>(0);
   });
-  if (first) return {};
+  if (first && (met_before || !b.parameter)) return {};
   return kept
       .get_version<ReorderedB>(
           key, b.content_version,

@@ -94,7 +94,8 @@ TEST(PrimitiveCache, ANewVersionReplacesTheOldEntry) {
 // A product's one-matrix b with a content identity, met again unchanged, runs in the primitive's
 // own layout for it, reordered once and kept until its bytes change, with the bits of the plain
 // path (matmul and matmul_bias, b stored as is and transposed, a batched a). Bytes met once (an
-// activation op by op) are never reordered.
+// activation op by op) are never reordered; a parameter is, at its first use, but a new version
+// of it (a training step's update) only when met again.
 TEST(DnnlKernels, AProductsWeightsAreReorderedOnceUnderTheirContentIdentity) {
   const ir::DType f = ir::DType::kFloat32;
   struct Case {
@@ -113,7 +114,7 @@ TEST(DnnlKernels, AProductsWeightsAreReorderedOnceUnderTheirContentIdentity) {
     SCOPED_TRACE(c.op);
     std::vector<HostTensor> in = random_inputs(c.types, 5);
     const HostTensor plain = run(c.op, in, c.attrs, 1, false);
-    auto run_with = [&](uint64_t version) {
+    auto run_with = [&](uint64_t version, bool parameter = false) {
       const ir::OpDef& op = ir::get_op(c.op);
       ir::Attrs filled = c.attrs;
       const std::vector<ir::TensorType> out_types = op.infer_types(c.types, filled);
@@ -122,6 +123,7 @@ TEST(DnnlKernels, AProductsWeightsAreReorderedOnceUnderTheirContentIdentity) {
       for (HostTensor& t : in) views.push_back(t.view());
       views[1].content_id = id;
       views[1].content_version = version;
+      views[1].parameter = parameter;
       std::vector<ir::TensorView> outs = {out.view()};
       ScopedIntraOpThreads scope(1);
       op.kernel(ir::KernelContext{views, outs, filled, op.name, false});
@@ -145,6 +147,16 @@ TEST(DnnlKernels, AProductsWeightsAreReorderedOnceUnderTheirContentIdentity) {
     EXPECT_TRUE(run_with(1).same_bytes(changed));
     EXPECT_EQ(cache.stats().creations, made + 2);
     EXPECT_EQ(cache.stats().size, entries);
+    // A parameter: reordered at its first use; its next version is met once, plain, then kept.
+    ++id;
+    EXPECT_TRUE(run_with(0, true).same_bytes(changed));
+    EXPECT_EQ(cache.stats().creations, made + 3) << "a parameter's first use was not reordered";
+    static_cast<float*>(in[1].data())[0] += 1.0f;
+    const HostTensor updated = run(c.op, in, c.attrs, 1, false);
+    EXPECT_TRUE(run_with(1, true).same_bytes(updated));
+    EXPECT_EQ(cache.stats().creations, made + 3) << "an updated parameter was reordered at once";
+    EXPECT_TRUE(run_with(1, true).same_bytes(updated));
+    EXPECT_EQ(cache.stats().creations, made + 4);
     ++id;
   }
 }

@@ -60,8 +60,8 @@ constexpr PassEntry kGraphPipeline[] = {
   {"common-subexpression-elimination", plain<make_cse>,                             JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},
   {"dead-code-elimination",            plain<make_dead_code_elimination>,           JitLevel::kO1, 0, Group::kSimplify,       Phase::kFrontend},
   // Graph-kernel fusion: expand composites, simplify what expansion exposed (2), take a
-  // convolution's activation into it (1), stitch rows (3), fuse elementwise chains (1),
-  // fold bias adds left alone into their matmuls (2), merge independent small kernels (3), then
+  // convolution's activation into it (1), stitch rows (3), fold bias adds into their matmuls (2),
+  // fuse elementwise chains (1), merge independent small kernels (3), then
   // simplify inside and around the fused kernels' bodies (2).
   {"expand-composite-ops",             make_expand_composite_ops,                   JitLevel::kO0, 1, Group::kNone,           Phase::kFrontend},
   {"algebraic-simplification",         plain<make_algebraic_simplification>,        JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
@@ -69,8 +69,8 @@ constexpr PassEntry kGraphPipeline[] = {
   {"dead-code-elimination",            plain<make_dead_code_elimination>,           JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
   {"conv-epilogue-fusion",             make_conv_epilogue_fusion,                   JitLevel::kO0, 1, Group::kNone,           Phase::kFrontend},
   {"stitch-fusion",                    make_stitch_fusion,                          JitLevel::kO0, 3, Group::kNone,           Phase::kFrontend, Extra::kStitch},
-  {"elementwise-fusion",               make_elementwise_fusion,                     JitLevel::kO0, 1, Group::kNone,           Phase::kFrontend},
   {"matmul-epilogue-fusion",           make_matmul_epilogue_fusion,                 JitLevel::kO0, 2, Group::kNone,           Phase::kFrontend},
+  {"elementwise-fusion",               make_elementwise_fusion,                     JitLevel::kO0, 1, Group::kNone,           Phase::kFrontend},
   {"parallel-fusion",                  make_parallel_fusion,                        JitLevel::kO0, 3, Group::kNone,           Phase::kFrontend, Extra::kParallel},
   {"common-subexpression-elimination", plain<make_cse>,                             JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},
   {"algebraic-simplification",         plain<make_algebraic_simplification>,        JitLevel::kO0, 2, Group::kFusionSimplify, Phase::kFrontend},

@@ -1,9 +1,11 @@
 // matmul-epilogue-fusion (opt_level 2): a matmul whose only user adds a bias row to it (add with a
 // bias of shape (n) or (1, n), either operand order) becomes one matmul_bias node, which adds the
 // bias to each block of rows right after computing it, while the block is in cache: the sum is
-// never written and read back. Runs after elementwise-fusion, so it takes only adds that joined no
-// fused kernel (an add in a kernel already costs no pass of its own). Bit-exact: the product is
-// rounded, then the bias added, as the two ops do.
+// never written and read back. Runs before elementwise-fusion, so the bias joins the product even
+// where an activation follows: inside a fused kernel the bias row cost a load per tile (the mlp's
+// add + relu fused took 18 us against 8 for bias_add and relu apart, 64x512), inside oneDNN's
+// matmul next to nothing. Bit-exact: the product is rounded, then the bias added, as the two ops
+// do.
 //
 // A reshape between the two that keeps the product's last axis is seen through (a Linear over a
 // 3-D input, as ONNX imports PyTorch's: reshape to (m, k), matmul, reshape back, add the bias):

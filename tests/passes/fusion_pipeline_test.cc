@@ -70,6 +70,24 @@ TEST(FusionPipelineTest, FlagsAddAndRemoveFusionPasses) {
   EXPECT_FALSE(has_row(rows_of(o), "stitch-fusion | --enable_stitch_fusion | "));
 }
 
+// At opt_level 2 a bias add after a matmul joins the product even where an activation follows:
+// matmul-epilogue-fusion runs before elementwise-fusion, which would take the add into a fused
+// kernel with the relu (a bias row loaded per tile there, next to nothing inside oneDNN).
+TEST(FusionPipelineTest, ABiasBeforeAnActivationJoinsTheMatmul) {
+  auto graph = testing::parse(R"(
+subgraph @main(%para1_x: f32(4, 8), %para2_w: f32(8, 6), %para3_b: f32(6)) {
+  %0 = matmul(%para1_x, %para2_w) {transpose_a: false, transpose_b: false} : (f32(4, 8), f32(8, 6)) -> (f32(4, 6))
+  %1 = add(%0, %para3_b) : (f32(4, 6), f32(6)) -> (f32(4, 6))
+  %2 = relu(%1) : (f32(4, 6)) -> (f32(4, 6))
+  Return(%2)
+}
+)");
+  const CompiledGraph compiled = compile(std::move(graph), fusion_options(2));
+  std::vector<std::string> ops;
+  for (const ir::Node& node : compiled.graph->nodes()) ops.push_back(node.op());
+  EXPECT_EQ(ops, (std::vector<std::string>{"matmul_bias", "relu"}));
+}
+
 TEST(FusionPipelineTest, DumpExplainsFusedAndRejectedCandidates) {
   const auto dir = mf::testing::unique_temp_path("mf_fusion_dump_test");
   std::filesystem::remove_all(dir);

@@ -30,4 +30,16 @@ dnnl::memory operand_in(const dnnl::reorder& reorder, const dnnl::memory::desc& 
   return copy;
 }
 
+dnnl::memory reordered_copy(const dnnl::reorder& reorder, const dnnl::memory::desc& user,
+                            const dnnl::memory::desc& wanted, const void* data) {
+  const dnnl::engine& engine = cpu_engine();
+  dnnl::memory copy(wanted, engine);
+  // oneDNN reads the user's bytes and never writes them: the const_cast only fits its API.
+  dnnl::memory user_memory(user, engine, const_cast<void*>(data));
+  dnnl::stream& stream = thread_stream();
+  reorder.execute(stream, user_memory, copy);
+  stream.wait();
+  return copy;
+}
+
 }  // namespace mf::runtime::dnnl_rt

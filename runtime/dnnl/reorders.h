@@ -21,4 +21,9 @@ dnnl::memory operand_in(const dnnl::reorder& reorder, const dnnl::memory::desc& 
                         const dnnl::memory::desc& wanted, void* data, int slot,
                         dnnl::stream& stream);
 
+// `user` (plain, at `data`) reordered by `reorder` into `wanted`'s layout, in memory of its own
+// (weights kept in a primitive's layout); waits for the copy.
+dnnl::memory reordered_copy(const dnnl::reorder& reorder, const dnnl::memory::desc& user,
+                            const dnnl::memory::desc& wanted, const void* data);
+
 }  // namespace mf::runtime::dnnl_rt

@@ -514,14 +514,7 @@ struct ReorderedWeights {
 
 // `weights` (the user's goihw bytes) in `conv`'s layout, in memory of their own.
 dnnl::memory reorder_weights(const DnnlConv& conv, const void* weights) {
-  const dnnl::engine& engine = dnnl_rt::cpu_engine();
-  dnnl::memory reordered(conv.weights, engine);
-  // oneDNN reads the user's bytes and never writes them: the const_cast only fits its API.
-  dnnl::memory user(conv.user_weights, engine, const_cast<void*>(weights));
-  dnnl::stream& stream = dnnl_rt::thread_stream();
-  conv.weights_in.execute(stream, user, reordered);
-  stream.wait();
-  return reordered;
+  return dnnl_rt::reordered_copy(conv.weights_in, conv.user_weights, conv.weights, weights);
 }
 
 dnnl::memory reordered_weights(const DnnlConv& conv, const std::shared_ptr<const DnnlConv>& owner,

@@ -246,14 +246,7 @@ std::shared_ptr<const DnnlMatmul> dnnl_matmul_whole(const Shape& as, const Shape
 
 // b's bytes in `mm`'s layout for b, in memory of their own.
 dnnl::memory reorder_b(const DnnlMatmul& mm, const void* b) {
-  const dnnl::engine& engine = dnnl_rt::cpu_engine();
-  dnnl::memory reordered(mm.b, engine);
-  // oneDNN reads the user's bytes and never writes them: the const_cast only fits its API.
-  dnnl::memory user(mm.user_b, engine, const_cast<void*>(b));
-  dnnl::stream& stream = dnnl_rt::thread_stream();
-  mm.b_in.execute(stream, user, reordered);
-  stream.wait();
-  return reordered;
+  return dnnl_rt::reordered_copy(mm.b_in, mm.user_b, mm.b, b);
 }
 
 // A weight reordered into a primitive's layout, and the primitive (which keeps the key's address

@@ -72,6 +72,27 @@ TEST(PrimitiveCache, CostsCountAgainstTheCapacity) {
   EXPECT_EQ(cache.stats().used, 500u);
 }
 
+// `op` over `in` at one thread, non-deterministic, with input 1 carrying the content identity
+// (id, version) and the parameter mark.
+HostTensor run_with_identity(const std::string& op_name, std::vector<HostTensor>& in,
+                             const ir::Attrs& attrs, uint64_t id, uint64_t version,
+                             bool parameter = false) {
+  const ir::OpDef& op = ir::get_op(op_name);
+  ir::Attrs filled = attrs;
+  std::vector<ir::TensorType> types;
+  for (const HostTensor& t : in) types.push_back(t.type);
+  HostTensor out(op.infer_types(types, filled)[0]);
+  std::vector<ir::TensorView> views;
+  for (HostTensor& t : in) views.push_back(t.view());
+  views[1].content_id = id;
+  views[1].content_version = version;
+  views[1].parameter = parameter;
+  std::vector<ir::TensorView> outs = {out.view()};
+  ScopedIntraOpThreads scope(1);
+  op.kernel(ir::KernelContext{views, outs, filled, op.name, false});
+  return out;
+}
+
 // An entry made from bytes rewritten in place is replaced by its next version, never kept beside
 // it: a weight updated at every step holds one entry.
 TEST(PrimitiveCache, ANewVersionReplacesTheOldEntry) {
@@ -115,19 +136,7 @@ TEST(DnnlKernels, AProductsWeightsAreReorderedOnceUnderTheirContentIdentity) {
     std::vector<HostTensor> in = random_inputs(c.types, 5);
     const HostTensor plain = run(c.op, in, c.attrs, 1, false);
     auto run_with = [&](uint64_t version, bool parameter = false) {
-      const ir::OpDef& op = ir::get_op(c.op);
-      ir::Attrs filled = c.attrs;
-      const std::vector<ir::TensorType> out_types = op.infer_types(c.types, filled);
-      HostTensor out(out_types[0]);
-      std::vector<ir::TensorView> views;
-      for (HostTensor& t : in) views.push_back(t.view());
-      views[1].content_id = id;
-      views[1].content_version = version;
-      views[1].parameter = parameter;
-      std::vector<ir::TensorView> outs = {out.view()};
-      ScopedIntraOpThreads scope(1);
-      op.kernel(ir::KernelContext{views, outs, filled, op.name, false});
-      return out;
+      return run_with_identity(c.op, in, c.attrs, id, version, parameter);
     };
     const int64_t made = cache.stats().creations;
     EXPECT_TRUE(run_with(0).same_bytes(plain));
@@ -175,17 +184,7 @@ TEST(DnnlKernels, ReorderedWeightsAreKeptUnderTheirContentIdentity) {
   const HostTensor plain = run("conv2d", in, attrs, 1, false);  // no identity: nothing kept
   const int64_t made_before = cache.stats().creations;
   auto run_with = [&](uint64_t id, uint64_t version) {
-    const ir::OpDef& op = ir::get_op("conv2d");
-    ir::Attrs filled = attrs;
-    op.infer_types(types, filled);
-    HostTensor out(types[0]);
-    std::vector<ir::TensorView> views = {in[0].view(), in[1].view()};
-    views[1].content_id = id;
-    views[1].content_version = version;
-    std::vector<ir::TensorView> outs = {out.view()};
-    ScopedIntraOpThreads scope(1);
-    op.kernel(ir::KernelContext{views, outs, filled, op.name, false});
-    return out;
+    return run_with_identity("conv2d", in, attrs, id, version);
   };
   EXPECT_EQ(cache.stats().creations, made_before) << "weights without an identity were kept";
   const uint64_t id = (uint64_t(1) << 60) + 7;  // far from any real buffer's

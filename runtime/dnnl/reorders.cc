@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "runtime/dnnl/engine.h"
+#include "runtime/dnnl/primitive_cache.h"
 
 namespace mf::runtime::dnnl_rt {
 
@@ -40,6 +41,44 @@ dnnl::memory reordered_copy(const dnnl::reorder& reorder, const dnnl::memory::de
   reorder.execute(stream, user_memory, copy);
   stream.wait();
   return copy;
+}
+
+namespace {
+
+struct KeptEntry {
+  dnnl::memory memory;  // owns its bytes
+  std::shared_ptr<const void> owner;
+};
+
+PrimitiveKey kept_key(const KeptBytes& bytes) {
+  PrimitiveKey key(bytes.kind);
+  key.add(static_cast<int64_t>(bytes.content_id))
+      .add(static_cast<int64_t>(reinterpret_cast<intptr_t>(bytes.owner.get())));
+  return key;
+}
+
+}  // namespace
+
+dnnl::memory find_kept_copy(const KeptBytes& bytes) {
+  const auto entry =
+      reordered_weights_cache().find_version<KeptEntry>(kept_key(bytes), bytes.content_version);
+  return entry != nullptr ? entry->memory : dnnl::memory();
+}
+
+dnnl::memory kept_copy(const KeptBytes& bytes, const dnnl::reorder& reorder,
+                       const dnnl::memory::desc& user, const dnnl::memory::desc& wanted,
+                       const void* data) {
+  return reordered_weights_cache()
+      .get_version<KeptEntry>(
+          kept_key(bytes), bytes.content_version,
+          [&] {
+            auto entry = std::make_shared<KeptEntry>();
+            entry->owner = bytes.owner;
+            entry->memory = reordered_copy(reorder, user, wanted, data);
+            return std::shared_ptr<const KeptEntry>(entry);
+          },
+          wanted.get_size())
+      ->memory;
 }
 
 }  // namespace mf::runtime::dnnl_rt

@@ -5,6 +5,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
 
 namespace mf::runtime::dnnl_rt {
 
@@ -25,5 +28,24 @@ dnnl::memory operand_in(const dnnl::reorder& reorder, const dnnl::memory::desc& 
 // (weights kept in a primitive's layout); waits for the copy.
 dnnl::memory reordered_copy(const dnnl::reorder& reorder, const dnnl::memory::desc& user,
                             const dnnl::memory::desc& wanted, const void* data);
+
+// Bytes with a content identity (ir::TensorView::content_id, content_version) reordered for one
+// primitive and kept in reordered_weights_cache() under `kind`, the identity and `owner` (the
+// primitive the layout is for; the entry keeps it, and so the key's address, alive) until the
+// bytes' version moves.
+struct KeptBytes {
+  std::string_view kind;  // "conv2d weights", ...
+  uint64_t content_id = 0;
+  uint64_t content_version = 0;
+  std::shared_ptr<const void> owner;
+};
+
+// The kept copy for `bytes`, or an empty memory when none is kept for their current version.
+dnnl::memory find_kept_copy(const KeptBytes& bytes);
+
+// The kept copy for `bytes`, made with reordered_copy(reorder, user, wanted, data) when none is.
+dnnl::memory kept_copy(const KeptBytes& bytes, const dnnl::reorder& reorder,
+                       const dnnl::memory::desc& user, const dnnl::memory::desc& wanted,
+                       const void* data);
 
 }  // namespace mf::runtime::dnnl_rt

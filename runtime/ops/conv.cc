@@ -503,35 +503,19 @@ struct PreparedConv : PreparedConvState {
   dnnl::memory weights;  // owns its bytes; conv->weights layout
 };
 
-// Weights whose bytes are known unchanged (a parameter bound again, an eager tensor) in `conv`'s
-// layout, reordered on their first use and kept in reordered_weights_cache() under their content
-// identity and the primitive: GRAPH O1 without infer_boost reordered every weight on every run
-// (resnet18: 27.2 ms against 22.1 with the weights compiled in, one thread).
-struct ReorderedWeights {
-  dnnl::memory memory;                   // owns its bytes, in conv->weights' layout
-  std::shared_ptr<const DnnlConv> conv;  // keeps the primitive (and so the key's address) alive
-};
-
 // `weights` (the user's goihw bytes) in `conv`'s layout, in memory of their own.
 dnnl::memory reorder_weights(const DnnlConv& conv, const void* weights) {
   return dnnl_rt::reordered_copy(conv.weights_in, conv.user_weights, conv.weights, weights);
 }
 
-dnnl::memory reordered_weights(const DnnlConv& conv, const std::shared_ptr<const DnnlConv>& owner,
+// Weights whose bytes are known unchanged (a parameter bound again, an eager tensor) in `conv`'s
+// layout, reordered on their first use and kept in reordered_weights_cache() under their content
+// identity and the primitive: GRAPH O1 without infer_boost reordered every weight on every run
+// (resnet18: 27.2 ms against 22.1 with the weights compiled in, one thread).
+dnnl::memory reordered_weights(const std::shared_ptr<const DnnlConv>& conv,
                                const ir::TensorView& user) {
-  dnnl_rt::PrimitiveKey key("conv2d weights");
-  key.add(static_cast<int64_t>(user.content_id))
-      .add(static_cast<int64_t>(reinterpret_cast<intptr_t>(&conv)));
-  const auto cached = dnnl_rt::reordered_weights_cache().get_version<ReorderedWeights>(
-      key, user.content_version,
-      [&] {
-        auto entry = std::make_shared<ReorderedWeights>();
-        entry->conv = owner;
-        entry->memory = reorder_weights(conv, user.data);
-        return std::shared_ptr<const ReorderedWeights>(entry);
-      },
-      conv.weights.get_size());
-  return cached->memory;
+  return dnnl_rt::kept_copy({"conv2d weights", user.content_id, user.content_version, conv},
+                            conv->weights_in, conv->user_weights, conv->weights, user.data);
 }
 
 void conv2d_dnnl(const ir::KernelContext& ctx) {
@@ -558,7 +542,7 @@ void conv2d_dnnl(const ir::KernelContext& ctx) {
   if (prepared != nullptr) {
     weights = prepared->weights;
   } else if (conv->weights_in && ctx.inputs[1].content_id != 0) {
-    weights = reordered_weights(*conv, conv, ctx.inputs[1]);
+    weights = reordered_weights(conv, ctx.inputs[1]);
   } else {
     weights = dnnl_rt::operand_in(conv->weights_in, conv->user_weights, conv->weights,
                                   ctx.inputs[1].data, 1, stream);
@@ -786,7 +770,7 @@ void reorder_conv2d_weights_ahead(std::span<const TensorType> in, const Attrs& a
   }
   dnnl_rt::ScopedOmpThreads omp(threads);
   const std::shared_ptr<const DnnlConv> conv = dnnl_conv2d(in, attrs, threads, deterministic);
-  if (conv->weights_in) reordered_weights(*conv, conv, weights);
+  if (conv->weights_in) reordered_weights(conv, weights);
 }
 
 bool depthwise_nchw_matches_onednn() {

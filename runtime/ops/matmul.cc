@@ -249,13 +249,6 @@ dnnl::memory reorder_b(const DnnlMatmul& mm, const void* b) {
   return dnnl_rt::reordered_copy(mm.b_in, mm.user_b, mm.b, b);
 }
 
-// A weight reordered into a primitive's layout, and the primitive (which keeps the key's address
-// alive).
-struct ReorderedB {
-  dnnl::memory memory;
-  std::shared_ptr<const DnnlMatmul> mm;
-};
-
 // b with a content identity in `mm`'s layout, kept in reordered_weights_cache() until its bytes
 // change; an empty memory where it is not worth it (b then runs plain). Worth it for bytes met
 // again by this primitive, and for a parameter (TensorView::parameter) met for the first time. Not
@@ -265,15 +258,13 @@ struct ReorderedB {
 // rewritten at every training step would be reordered at every step (the mlp's GRAPH step went
 // from 0.35x to 0.61x of PyTorch's time).
 dnnl::memory reordered_b(const std::shared_ptr<const DnnlMatmul>& mm, const ir::TensorView& b) {
-  dnnl_rt::PrimitiveKey key("matmul weights");
-  key.add(static_cast<int64_t>(b.content_id))
-      .add(static_cast<int64_t>(reinterpret_cast<intptr_t>(mm.get())));
-  dnnl_rt::PrimitiveCache& kept = dnnl_rt::reordered_weights_cache();
-  if (const auto entry = kept.find_version<ReorderedB>(key, b.content_version)) {
-    return entry->memory;
-  }
+  const dnnl_rt::KeptBytes bytes{"matmul weights", b.content_id, b.content_version, mm};
+  if (dnnl::memory kept = dnnl_rt::find_kept_copy(bytes)) return kept;
   // The bytes seen once, by identity: a bounded count of small entries.
   static dnnl_rt::PrimitiveCache* const seen = new dnnl_rt::PrimitiveCache(4096);
+  dnnl_rt::PrimitiveKey key("matmul weights seen");
+  key.add(static_cast<int64_t>(b.content_id))
+      .add(static_cast<int64_t>(reinterpret_cast<intptr_t>(mm.get())));
   const bool met_before = seen->contains(key);
   bool first = false;
   seen->get_version<char>(key, b.content_version, [&] {
@@ -281,17 +272,7 @@ dnnl::memory reordered_b(const std::shared_ptr<const DnnlMatmul>& mm, const ir::
     return std::make_shared<const char>(0);
   });
   if (first && (met_before || !b.parameter)) return {};
-  return kept
-      .get_version<ReorderedB>(
-          key, b.content_version,
-          [&] {
-            auto entry = std::make_shared<ReorderedB>();
-            entry->mm = mm;
-            entry->memory = reorder_b(*mm, b.data);
-            return std::shared_ptr<const ReorderedB>(entry);
-          },
-          mm->b.get_size())
-      ->memory;
+  return dnnl_rt::kept_copy(bytes, mm->b_in, mm->user_b, mm->b, b.data);
 }
 
 // Whether b is one matrix (its batch dims all 1) that a product could keep in the primitive's own
@@ -310,7 +291,9 @@ struct WholeShapes {
 WholeShapes whole_shapes(const Shape& as, const Shape& bs, const Shape& cs, bool transpose_a) {
   const int64_t n = cs.back(), k = transpose_a ? as[as.size() - 2] : as.back();
   const int64_t rows = ir::num_elements(cs) / std::max<int64_t>(1, n);
-  if (cs.size() > 2 && !transpose_a && b_is_one_matrix(bs) && ir::num_elements(as) == rows * k) {
+  // a holds every row (no batch dim broadcast): compared by division, so no product can overflow.
+  if (cs.size() > 2 && !transpose_a && b_is_one_matrix(bs) && k > 0 &&
+      ir::num_elements(as) % k == 0 && ir::num_elements(as) / k == rows) {
     return {{rows, k}, {bs[bs.size() - 2], bs.back()}, {rows, n}};
   }
   return {as, bs, cs};
